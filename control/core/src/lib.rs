@@ -1,0 +1,14 @@
+//! `canary-core`: the pure heart of Canary.
+//!
+//! Topology, pathBF encoding and decoding, the USM/DSM meters and HashPipe (the reference model
+//! the P4 program is held to), loss detection (minus meters, segment statistics), the localizers,
+//! the flow-selection policy and the `Fabric` trait the controller drives.
+//!
+//! Nothing here does I/O, reads a clock or draws unseeded randomness: every function takes values
+//! and returns values, so tests and benchmarks call it directly.
+
+pub mod flow;
+pub mod sketch;
+pub mod localize;
+
+pub use flow::FlowId;

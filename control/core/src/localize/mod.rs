@@ -1,0 +1,1 @@
+//! Localizers (placeholder: being written).

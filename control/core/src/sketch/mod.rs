@@ -1,0 +1,1 @@
+//! USM/DSM meters and HashPipe (placeholder: being written).
