@@ -8,7 +8,9 @@
 //! and returns values, so tests and benchmarks call it directly.
 
 pub mod flow;
-pub mod sketch;
 pub mod localize;
+pub mod pathbf;
+pub mod sketch;
+pub mod topo;
 
 pub use flow::FlowId;

@@ -1,0 +1,248 @@
+//! The YAML topology format. One schema describes any layered Clos fabric:
+//!
+//! ```yaml
+//! name: leaf-spine-4x2
+//! monitors: top+bottom        # or `bottom`; default top+bottom
+//! switches:
+//!   - {name: leaf0, layer: 0, hosts: 4}        # hosts: a count, or a list of names
+//!   - {name: spine0, layer: 1, id: 0x0a000001} # id: optional pathBF switch ID
+//! links:
+//!   - [leaf0, spine0]                           # physical link = both directions
+//! ```
+//!
+//! Hosts given as a count are named `{switch}_h{x}`; hosts get addresses 10.a.b.(x+2) where a.b
+//! is the switch's position among layer-0 switches (fat-trees use 10.pod.edge.(x+2)).
+
+use super::{default_switch_id, Host, MonitorPlacement, Switch, SwitchIx, Topology, TopologyError};
+use serde::{Deserialize, Serialize};
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TopologyFile {
+    pub name: String,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub monitors: Option<String>,
+    pub switches: Vec<SwitchEntry>,
+    pub links: Vec<[String; 2]>,
+}
+
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchEntry {
+    pub name: String,
+    pub layer: u8,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub id: Option<u32>,
+    #[serde(default, skip_serializing_if = "Hosts::is_none")]
+    pub hosts: Hosts,
+}
+
+#[derive(Debug, Default, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum Hosts {
+    #[default]
+    None,
+    Count(u32),
+    Named(Vec<HostEntry>),
+}
+
+/// A host: just a name (address assigned), or a name with its IPv4 address.
+#[derive(Debug, Serialize, Deserialize)]
+#[serde(untagged)]
+pub enum HostEntry {
+    Name(String),
+    WithAddr { name: String, addr: std::net::Ipv4Addr },
+}
+
+impl Hosts {
+    fn is_none(&self) -> bool {
+        matches!(self, Hosts::None)
+    }
+}
+
+/// A topology file that could not be read; the message names the file and the line or field.
+#[derive(Debug, thiserror::Error)]
+pub enum TopologyFileError {
+    #[error("{file}: {path}: {msg}")]
+    Syntax { file: String, path: String, msg: String },
+    #[error("{file}: {field}: {source}")]
+    Invalid { file: String, field: String, source: TopologyError },
+    #[error("{file}: monitors: {msg}")]
+    Monitors { file: String, msg: String },
+}
+
+/// Parses a topology file's text; `file` is only used to name it in errors.
+pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
+    let de = serde_norway::Deserializer::from_str(text);
+    let parsed: TopologyFile = serde_path_to_error::deserialize(de).map_err(|e| {
+        let path = e.path().to_string();
+        TopologyFileError::Syntax {
+            file: file.to_string(),
+            path: if path == "." { "document".into() } else { path },
+            msg: e.into_inner().to_string(),
+        }
+    })?;
+    build(file, parsed)
+}
+
+fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
+    let invalid = |field: String| {
+        let file = file.to_string();
+        move |source| TopologyFileError::Invalid { file, field, source }
+    };
+    let placement = match &f.monitors {
+        None => MonitorPlacement::TopAndBottom,
+        Some(m) => m
+            .parse()
+            .map_err(|msg| TopologyFileError::Monitors { file: file.to_string(), msg })?,
+    };
+    let mut switches = Vec::with_capacity(f.switches.len());
+    let mut hosts = Vec::new();
+    let mut bottom_seen = 0u32;
+    for (i, s) in f.switches.iter().enumerate() {
+        let ix = i as SwitchIx;
+        let names: Vec<(String, Option<u32>)> = match &s.hosts {
+            Hosts::None => vec![],
+            Hosts::Count(n) => (0..*n).map(|x| (format!("{}_h{x}", s.name), None)).collect(),
+            Hosts::Named(v) => v
+                .iter()
+                .map(|h| match h {
+                    HostEntry::Name(n) => (n.clone(), None),
+                    HostEntry::WithAddr { name, addr } => (name.clone(), Some(u32::from(*addr))),
+                })
+                .collect(),
+        };
+        if !names.is_empty() && s.layer != 0 {
+            return Err(invalid(format!("switches[{i}].hosts"))(TopologyError::HostsAboveBottom(
+                s.name.clone(),
+            )));
+        }
+        if s.layer == 0 {
+            let [_, _, a, b] = bottom_seen.to_be_bytes();
+            for (x, (name, addr)) in names.into_iter().enumerate() {
+                hosts.push(Host {
+                    name,
+                    addr: addr.unwrap_or(u32::from_be_bytes([10, a, b, (x + 2) as u8])),
+                    switch: ix,
+                });
+            }
+            bottom_seen += 1;
+        }
+        switches.push(Switch {
+            name: s.name.clone(),
+            layer: s.layer,
+            id: s.id.unwrap_or_else(|| default_switch_id(&s.name)),
+            monitor: false,
+        });
+    }
+    let index: std::collections::HashMap<&str, SwitchIx> =
+        f.switches.iter().enumerate().map(|(i, s)| (s.name.as_str(), i as SwitchIx)).collect();
+    let mut links = Vec::with_capacity(f.links.len());
+    for (i, [a, b]) in f.links.iter().enumerate() {
+        let lookup = |n: &String| {
+            index.get(n.as_str()).copied().ok_or_else(|| {
+                invalid(format!("links[{i}]"))(TopologyError::UnknownSwitch(
+                    a.clone(),
+                    b.clone(),
+                    n.clone(),
+                ))
+            })
+        };
+        links.push((lookup(a)?, lookup(b)?));
+    }
+    let mut topo = Topology::new(f.name.clone(), switches, hosts, &links).map_err(|e| {
+        let field = match &e {
+            TopologyError::DuplicateSwitch(_) | TopologyError::DuplicateId(..) => "switches",
+            TopologyError::NoHosts => "switches[*].hosts",
+            _ => "links",
+        };
+        invalid(field.to_string())(e)
+    })?;
+    topo.place_monitors(placement);
+    Ok(topo)
+}
+
+/// The YAML text of a topology (used to write the files under `topologies/`).
+pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
+    let file = TopologyFile {
+        name: topo.name.clone(),
+        monitors: Some(placement.to_string()),
+        switches: topo
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let hs: Vec<HostEntry> = topo
+                    .hosts_of(i as SwitchIx)
+                    .iter()
+                    .map(|&h| {
+                        let h = &topo.hosts[h as usize];
+                        HostEntry::WithAddr { name: h.name.clone(), addr: super::ipv4(h.addr) }
+                    })
+                    .collect();
+                SwitchEntry {
+                    name: s.name.clone(),
+                    layer: s.layer,
+                    id: None,
+                    hosts: if hs.is_empty() { Hosts::None } else { Hosts::Named(hs) },
+                }
+            })
+            .collect(),
+        links: topo
+            .links
+            .iter()
+            .filter(|l| l.from < l.to)
+            .map(|l| [topo.name_of(l.from).to_string(), topo.name_of(l.to).to_string()])
+            .collect(),
+    };
+    serde_norway::to_string(&file).expect("topology serialises")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const LINE: &str = "name: line\nswitches:\n  - {name: s1, layer: 0, hosts: 1}\n  - {name: s2, layer: 0, hosts: 1}\n  - {name: t, layer: 1}\nlinks:\n  - [s1, t]\n  - [t, s2]\n";
+
+    #[test]
+    fn parses_a_small_fabric() {
+        let t = parse("line.yaml", LINE).unwrap();
+        assert_eq!(t.switches.len(), 3);
+        assert_eq!(t.hosts.len(), 2);
+        assert_eq!(t.links.len(), 4);
+        assert_eq!(t.monitors().count(), 3);
+    }
+
+    #[test]
+    fn unknown_switch_names_the_file_and_link() {
+        let bad = LINE.replace("[t, s2]", "[t, s3]");
+        let e = parse("line.yaml", &bad).unwrap_err().to_string();
+        assert!(e.starts_with("line.yaml: links[1]:"), "{e}");
+        assert!(e.contains("unknown switch `s3`"), "{e}");
+    }
+
+    #[test]
+    fn bad_field_type_names_the_field_and_line() {
+        let bad = LINE.replace("{name: t, layer: 1}", "{name: t, layer: top}");
+        let e = parse("line.yaml", &bad).unwrap_err().to_string();
+        assert!(e.contains("line.yaml: switches[2].layer"), "{e}");
+        assert!(e.contains("line 5"), "{e}");
+    }
+
+    #[test]
+    fn unknown_field_is_rejected() {
+        let bad = LINE.replace("layer: 1}", "layer: 1, colour: red}");
+        let e = parse("line.yaml", &bad).unwrap_err().to_string();
+        assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+
+    #[test]
+    fn fat_tree_round_trips_through_yaml() {
+        let t = crate::topo::fattree::fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let text = to_yaml(&t, MonitorPlacement::TopAndBottom);
+        let back = parse("k4.yaml", &text).unwrap();
+        assert_eq!(back.switches, t.switches);
+        assert_eq!(back.hosts, t.hosts);
+        assert_eq!(back.links.len(), t.links.len());
+    }
+}
