@@ -128,3 +128,33 @@ fn eq4_golden() {
     let lin = map_success(0.9945, 0.99, 0.999, Mapping::Linear);
     assert!((lin - 0.4).abs() < 1e-9);
 }
+
+#[test]
+fn regulariser_biases_the_estimate() {
+    // n paths at y through one link, others perfect: x = (2ny − λ)/(2n − 2λ), not y.
+    let paths: Vec<Vec<u32>> = (0..4).map(|j| vec![0, j + 1]).collect();
+    let x = run(5, &paths, &[0.7; 4]);
+    assert!((x[0] - (5.6 - 1.0) / 6.0).abs() < 1e-12, "{x:?}");
+}
+
+proptest::proptest! {
+    #[test]
+    fn cd_stays_in_box_and_descends(
+        paths in proptest::collection::vec(proptest::collection::btree_set(0u32..8, 1..4), 1..15),
+        ys in proptest::collection::vec(0.0f64..=1.0, 15),
+        froze in proptest::option::of(0usize..8),
+    ) {
+        let paths: Vec<Vec<u32>> = paths.into_iter().map(|s| s.into_iter().collect()).collect();
+        let y = &ys[..paths.len()];
+        let w = vec![10.0; paths.len()];
+        let mut frozen = vec![None; 8];
+        if let Some(f) = froze { frozen[f] = Some(0.0); }
+        let p = CdProblem { n_links: 8, paths: &paths, y, weight: &w, frozen: &frozen };
+        let init = solve(&p, &CdParams { max_iter: 0, ..CdParams::default() });
+        proptest::prop_assert_eq!(init.iterations, 0);
+        let sol = solve(&p, &CdParams::default());
+        proptest::prop_assert!(sol.x.iter().all(|v| (0.0..=1.0).contains(v)));
+        proptest::prop_assert!(sol.objective <= init.objective + 1e-12);
+        if let Some(f) = froze { proptest::prop_assert_eq!(sol.x[f], 0.0); }
+    }
+}
