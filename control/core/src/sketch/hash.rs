@@ -37,7 +37,8 @@
 //! | HashPipe stage 2  | `c32[31-L:32-L-P]`           |
 //!
 //! In P4 (v1model): `hash(c32, HashAlgorithm.crc32, (bit<32>)0, {srcAddr, dstAddr, protocol,
-//! srcPort, dstPort}, (bit<33>)2^32)` (likewise `crc16` with max `2^16`) and then bit-slice. HashPipe
+//! srcPort, dstPort}, max)` with `max = 2^32` (for `crc16`, `2^16`) so the modulo is a no-op, then
+//! bit-slice (`c32[9:0]` etc.; no further `%`, which would break disjointness). HashPipe
 //! stages ≥ 1 hash the **carried** key (the same field order, taken from metadata), not the
 //! packet's key.
 //!
