@@ -31,6 +31,14 @@ impl FlowId {
 impl fmt::Display for FlowId {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let ip = |a: u32| std::net::Ipv4Addr::from(a);
-        write!(f, "{}:{}->{}:{}/{}", ip(self.src), self.sport, ip(self.dst), self.dport, self.proto)
+        write!(
+            f,
+            "{}:{}->{}:{}/{}",
+            ip(self.src),
+            self.sport,
+            ip(self.dst),
+            self.dport,
+            self.proto
+        )
     }
 }

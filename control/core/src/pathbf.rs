@@ -24,7 +24,10 @@ pub struct PathBfParams {
 
 impl Default for PathBfParams {
     fn default() -> Self {
-        Self { bits: 32, hashes: 3 }
+        Self {
+            bits: 32,
+            hashes: 3,
+        }
     }
 }
 
@@ -37,7 +40,8 @@ impl PathBfParams {
     /// test three times as often as independent hashes do.
     pub fn positions(&self, id: u32) -> impl Iterator<Item = u32> {
         let bits = self.bits as u64;
-        (0..self.hashes).map(move |i| (crate::topo::mix64((i as u64) << 32 | id as u64) % bits) as u32)
+        (0..self.hashes)
+            .map(move |i| (crate::topo::mix64((i as u64) << 32 | id as u64) % bits) as u32)
     }
 
     pub fn mask(&self, id: u32) -> u32 {
@@ -46,7 +50,10 @@ impl PathBfParams {
 
     pub fn validate(&self) -> Result<(), String> {
         if !self.bits.is_power_of_two() || !(8..=32).contains(&self.bits) {
-            return Err(format!("pathBF bits must be a power of two in 8..=32, got {}", self.bits));
+            return Err(format!(
+                "pathBF bits must be a power of two in 8..=32, got {}",
+                self.bits
+            ));
         }
         if self.hashes == 0 || self.hashes * self.bits.trailing_zeros() > 32 {
             return Err(format!(
@@ -118,9 +125,17 @@ impl PathBfCodec {
             .collect();
         let mut decode: HashMap<(SwitchIx, u32), Vec<SegmentId>> = HashMap::new();
         for (i, seg) in segments.list.iter().enumerate() {
-            decode.entry((seg.downstream(), segment_bf[i])).or_default().push(i as SegmentId);
+            decode
+                .entry((seg.downstream(), segment_bf[i]))
+                .or_default()
+                .push(i as SegmentId);
         }
-        Self { params, masks, segment_bf, decode }
+        Self {
+            params,
+            masks,
+            segment_bf,
+            decode,
+        }
     }
 
     pub fn decode(&self, downstream: SwitchIx, bf: u32) -> Decoded {
@@ -174,13 +189,19 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
     let codec = PathBfCodec::new(topo, segments, params);
     let mut undecodable = Vec::new();
     for (i, seg) in segments.list.iter().enumerate() {
-        if matches!(codec.decode(seg.downstream(), codec.segment_bf[i]), Decoded::Ambiguous(_)) {
+        if matches!(
+            codec.decode(seg.downstream(), codec.segment_bf[i]),
+            Decoded::Ambiguous(_)
+        ) {
             undecodable.push(i as SegmentId);
         }
     }
     let mut by_ends: HashMap<(SwitchIx, SwitchIx), Vec<SegmentId>> = HashMap::new();
     for (i, seg) in segments.list.iter().enumerate() {
-        by_ends.entry((seg.upstream(), seg.downstream())).or_default().push(i as SegmentId);
+        by_ends
+            .entry((seg.upstream(), seg.downstream()))
+            .or_default()
+            .push(i as SegmentId);
     }
     let mut stats: HashMap<(u32, u32), MembershipStat> = HashMap::new();
     let mut ambiguous: HashMap<u32, (u64, u64)> = HashMap::new();
@@ -195,11 +216,13 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
                     continue;
                 }
                 let differing = tsw.iter().zip(osw).filter(|(a, b)| a != b).count() as u32;
-                let st = stats.entry((h, differing)).or_insert_with(|| MembershipStat {
-                    h,
-                    differing,
-                    ..Default::default()
-                });
+                let st = stats
+                    .entry((h, differing))
+                    .or_insert_with(|| MembershipStat {
+                        h,
+                        differing,
+                        ..Default::default()
+                    });
                 st.candidates += 1;
                 if codec.passes(segments, other, codec.segment_bf[truth as usize]) {
                     st.passed += 1;
@@ -214,20 +237,34 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
     let mut membership: Vec<MembershipStat> = stats
         .into_values()
         .map(|mut s| {
-            s.observed_rate = if s.candidates == 0 { 0.0 } else { s.passed as f64 / s.candidates as f64 };
+            s.observed_rate = if s.candidates == 0 {
+                0.0
+            } else {
+                s.passed as f64 / s.candidates as f64
+            };
             s.theorem1 = params.false_match(s.h, s.differing);
             (s.ambiguous_segments, s.segments) = ambiguous[&s.h];
             s
         })
         .collect();
     membership.sort_by_key(|s| (s.h, s.differing));
-    Audit { segments: segments.len(), undecodable, membership, reassigned: vec![] }
+    Audit {
+        segments: segments.len(),
+        undecodable,
+        membership,
+        reassigned: vec![],
+    }
 }
 
 /// Reassigns switch IDs until every segment decodes (at most `max_rounds` passes). Each pass
 /// gives a new ID to one intermediate switch of every undecodable segment, as the paper suggests
 /// ("use the second largest MAC address"). Returns the final audit with the changes listed.
-pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, max_rounds: u32) -> Audit {
+pub fn repair(
+    topo: &mut Topology,
+    segments: &Segments,
+    params: PathBfParams,
+    max_rounds: u32,
+) -> Audit {
     let mut reassigned = Vec::new();
     let mut used: std::collections::HashSet<u32> = topo.switches.iter().map(|s| s.id).collect();
     for round in 0..max_rounds {
@@ -239,7 +276,11 @@ pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, ma
         for &seg in &a.undecodable {
             let sw = &segments.get(seg).switches;
             // Prefer an intermediate switch; a one-hop segment can only change its upstream.
-            let victim = if sw.len() > 2 { sw[1 + (seg as usize + round as usize) % (sw.len() - 2)] } else { sw[0] };
+            let victim = if sw.len() > 2 {
+                sw[1 + (seg as usize + round as usize) % (sw.len() - 2)]
+            } else {
+                sw[0]
+            };
             if !changed.insert(victim) {
                 continue;
             }
@@ -257,7 +298,10 @@ pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, ma
             reassigned.push((victim, old, new));
         }
     }
-    Audit { reassigned, ..audit(topo, segments, params) }
+    Audit {
+        reassigned,
+        ..audit(topo, segments, params)
+    }
 }
 
 #[cfg(test)]
@@ -286,12 +330,20 @@ mod tests {
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
         let c = PathBfCodec::new(&t, &s, PathBfParams::default());
-        let path = r.path(&t, t.switch("edge0_0").unwrap(), t.switch("edge3_1").unwrap(), 7);
+        let path = r.path(
+            &t,
+            t.switch("edge0_0").unwrap(),
+            t.switch("edge3_1").unwrap(),
+            7,
+        );
         // Walk the packet: bf after each switch, checked at every monitor.
         let mut bf = 0xdead_beef; // whatever the host sent is cleared at the first monitor
         for (i, &sw) in path.iter().enumerate() {
             if i > 0 && t.switches[sw as usize].monitor {
-                let start = path[..i].iter().rposition(|&x| t.switches[x as usize].monitor).unwrap();
+                let start = path[..i]
+                    .iter()
+                    .rposition(|&x| t.switches[x as usize].monitor)
+                    .unwrap();
                 let seg = s.find(&path[start..=i]).unwrap();
                 assert_eq!(c.decode(sw, bf), Decoded::Segment(seg));
                 assert!(c.passes(&s, seg, bf));
@@ -308,7 +360,11 @@ mod tests {
         // Force a collision: give two aggregation switches masks that make segments collide.
         let a = audit(&t, &s, PathBfParams::default());
         let fixed = repair(&mut t, &s, PathBfParams::default(), 50);
-        assert!(fixed.undecodable.is_empty(), "{} left", fixed.undecodable.len());
+        assert!(
+            fixed.undecodable.is_empty(),
+            "{} left",
+            fixed.undecodable.len()
+        );
         assert_eq!(a.undecodable.is_empty(), fixed.reassigned.is_empty());
         let ids: std::collections::HashSet<u32> = t.switches.iter().map(|s| s.id).collect();
         assert_eq!(ids.len(), t.switches.len(), "IDs stay unique");
@@ -326,10 +382,19 @@ mod tests {
         // rate is higher: a Monte Carlo with independent uniform bit positions gives 5.3e-5 for
         // d = 3 (Theorem 1: 2.86e-5) and 3.3e-2 for d = 1 (formula: 3.06e-2).
         for (differing, monte_carlo) in [(1, 3.29e-2), (3, 5.25e-5)] {
-            let st = a.membership.iter().find(|m| m.h == 5 && m.differing == differing).unwrap();
+            let st = a
+                .membership
+                .iter()
+                .find(|m| m.h == 5 && m.differing == differing)
+                .unwrap();
             assert!(st.candidates > 100_000);
             let ratio = st.observed_rate / monte_carlo;
-            assert!((0.6..1.6).contains(&ratio), "d={differing}: observed {} vs {}", st.observed_rate, monte_carlo);
+            assert!(
+                (0.6..1.6).contains(&ratio),
+                "d={differing}: observed {} vs {}",
+                st.observed_rate,
+                monte_carlo
+            );
         }
     }
 }

@@ -1,6 +1,32 @@
-//! USM/DSM meters and HashPipe (placeholder: being written).
-pub mod hash {
-    pub fn crc32(b: &[u8]) -> u32 {
-        crc::Crc::<u32>::new(&crc::CRC_32_ISO_HDLC).checksum(b)
-    }
-}
+//! Reference model of Canary's data-plane meters: USM, DSM and HashPipe.
+//!
+//! This module is the specification the P4 program (BMv2 and Tofino) is held to bucket for
+//! bucket: given the same packets in the same order, the switch registers must equal these
+//! structures. Hence only hashes both targets compute natively are used — CRC-32/ISO-HDLC and
+//! CRC-16/ARC over the 13-byte flow key — and every index is a disjoint bit slice of those two
+//! values (salted copies of one CRC are correlated; see [`hash`] for the slice table).
+//!
+//! * [`Usm`] / [`Dsm`]: `d × w` meters updated by the paper's Algorithms 2 and 1; clean buckets
+//!   hold exact per-flow counts ([`Dsm::clean_flows`], [`Usm::clean_count`]).
+//! * [`HashPipe`]: heavy-hitter selection feeding the HH table.
+//! * [`p_clean`]: Theorem 2, the probability a flow keeps a clean bucket.
+//!
+//! Not modelled here: the match+action tables that choose which flows are counted (DSM, USM and
+//! HH tables), the odd/even epoch instances, DSCP marking, digests, and register read-out. Those
+//! are control-plane or pipeline concerns; this module only models register state transitions.
+
+pub mod error;
+pub mod hash;
+pub mod hashpipe;
+pub mod meter;
+
+#[cfg(test)]
+mod tests;
+
+pub use error::SketchConfigError;
+pub use hash::{crc16, crc32, hashpipe_index, meter_index, FlowHashes};
+pub use hashpipe::{HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
+pub use meter::{
+    p_clean, Bucket, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm, UsmBucket,
+    DSM_BUCKET_BITS, USM_BUCKET_BITS,
+};

@@ -14,14 +14,23 @@ pub fn fattree(k: u32, placement: MonitorPlacement) -> Result<Topology, Topology
     let mut switches = Vec::new();
     let mut push = |name: String, layer: u8| {
         let id = default_switch_id(&name);
-        switches.push(Switch { name, layer, id, monitor: false });
+        switches.push(Switch {
+            name,
+            layer,
+            id,
+            monitor: false,
+        });
         (switches.len() - 1) as SwitchIx
     };
-    let edge: Vec<Vec<SwitchIx>> =
-        (0..k).map(|p| (0..half).map(|j| push(format!("edge{p}_{j}"), 0)).collect()).collect();
-    let agg: Vec<Vec<SwitchIx>> =
-        (0..k).map(|p| (0..half).map(|j| push(format!("agg{p}_{j}"), 1)).collect()).collect();
-    let core: Vec<SwitchIx> = (0..half * half).map(|i| push(format!("core{i}"), 2)).collect();
+    let edge: Vec<Vec<SwitchIx>> = (0..k)
+        .map(|p| (0..half).map(|j| push(format!("edge{p}_{j}"), 0)).collect())
+        .collect();
+    let agg: Vec<Vec<SwitchIx>> = (0..k)
+        .map(|p| (0..half).map(|j| push(format!("agg{p}_{j}"), 1)).collect())
+        .collect();
+    let core: Vec<SwitchIx> = (0..half * half)
+        .map(|i| push(format!("core{i}"), 2))
+        .collect();
 
     let mut links = Vec::new();
     for p in 0..k as usize {
@@ -91,6 +100,9 @@ mod tests {
 
     #[test]
     fn odd_radix_is_rejected() {
-        assert_eq!(fattree(5, MonitorPlacement::Bottom).unwrap_err(), TopologyError::BadRadix(5));
+        assert_eq!(
+            fattree(5, MonitorPlacement::Bottom).unwrap_err(),
+            TopologyError::BadRadix(5)
+        );
     }
 }

@@ -63,7 +63,9 @@ impl std::str::FromStr for MonitorPlacement {
         match s {
             "bottom" => Ok(Self::Bottom),
             "top+bottom" | "top-bottom" => Ok(Self::TopAndBottom),
-            _ => Err(format!("unknown monitor placement `{s}` (expected `bottom` or `top+bottom`)")),
+            _ => Err(format!(
+                "unknown monitor placement `{s}` (expected `bottom` or `top+bottom`)"
+            )),
         }
     }
 }
@@ -157,7 +159,10 @@ impl Topology {
             }
             for (f, t) in [(a, b), (b, a)] {
                 if link_ix.insert((f, t), links.len() as LinkIx).is_some() {
-                    return Err(TopologyError::DuplicateLink(na.name.clone(), nb.name.clone()));
+                    return Err(TopologyError::DuplicateLink(
+                        na.name.clone(),
+                        nb.name.clone(),
+                    ));
                 }
                 links.push(Link { from: f, to: t });
             }
@@ -178,7 +183,16 @@ impl Topology {
         if hosts.is_empty() {
             return Err(TopologyError::NoHosts);
         }
-        let topo = Self { name, switches, hosts, links, by_name, link_ix, neighbors, hosts_of };
+        let topo = Self {
+            name,
+            switches,
+            hosts,
+            links,
+            by_name,
+            link_ix,
+            neighbors,
+            hosts_of,
+        };
         topo.check_connected()?;
         Ok(topo)
     }
@@ -230,7 +244,8 @@ impl Topology {
     /// The link in the other direction.
     pub fn reverse(&self, l: LinkIx) -> LinkIx {
         let link = self.links[l as usize];
-        self.link(link.to, link.from).expect("links are stored in both directions")
+        self.link(link.to, link.from)
+            .expect("links are stored in both directions")
     }
 
     pub fn neighbors(&self, s: SwitchIx) -> &[SwitchIx] {
@@ -254,7 +269,8 @@ impl Topology {
     pub fn place_monitors(&mut self, placement: MonitorPlacement) {
         let top = self.top_layer();
         for s in &mut self.switches {
-            s.monitor = s.layer == 0 || (placement == MonitorPlacement::TopAndBottom && s.layer == top);
+            s.monitor =
+                s.layer == 0 || (placement == MonitorPlacement::TopAndBottom && s.layer == top);
         }
     }
 

@@ -15,8 +15,9 @@ pub struct Routing {
 impl Routing {
     pub fn new(topo: &Topology) -> Self {
         let n = topo.switches.len();
-        let bottoms: Vec<SwitchIx> =
-            (0..n as SwitchIx).filter(|&s| topo.switches[s as usize].layer == 0).collect();
+        let bottoms: Vec<SwitchIx> = (0..n as SwitchIx)
+            .filter(|&s| topo.switches[s as usize].layer == 0)
+            .collect();
         let mut bottom_ix = vec![u32::MAX; n];
         for (i, &b) in bottoms.iter().enumerate() {
             bottom_ix[b as usize] = i as u32;
@@ -42,7 +43,10 @@ impl Routing {
     /// Hops from `s` to bottom switch `dst`.
     pub fn distance(&self, s: SwitchIx, dst: SwitchIx) -> u8 {
         let b = self.bottom_ix[dst as usize];
-        assert!(b != u32::MAX, "routing destinations are bottom-layer switches");
+        assert!(
+            b != u32::MAX,
+            "routing destinations are bottom-layer switches"
+        );
         self.dist[b as usize * self.n + s as usize]
     }
 
@@ -54,13 +58,22 @@ impl Routing {
         dst: SwitchIx,
     ) -> impl Iterator<Item = SwitchIx> + 't {
         let d = self.distance(s, dst);
-        topo.neighbors(s).iter().copied().filter(move |&v| self.distance(v, dst) + 1 == d)
+        topo.neighbors(s)
+            .iter()
+            .copied()
+            .filter(move |&v| self.distance(v, dst) + 1 == d)
     }
 
     /// The path a flow with ECMP hash `flow_hash` takes from bottom switch `src` to `dst`
     /// (both ends included). Each switch mixes the flow hash with its own ID, so choices at
     /// successive layers are independent (no ECMP polarisation).
-    pub fn path(&self, topo: &Topology, src: SwitchIx, dst: SwitchIx, flow_hash: u32) -> Vec<SwitchIx> {
+    pub fn path(
+        &self,
+        topo: &Topology,
+        src: SwitchIx,
+        dst: SwitchIx,
+        flow_hash: u32,
+    ) -> Vec<SwitchIx> {
         let mut path = vec![src];
         let mut u = src;
         let mut hops: Vec<SwitchIx> = Vec::with_capacity(8);

@@ -83,7 +83,10 @@ impl Segments {
                                 .map(|w| topo.link(w[0], w[1]).expect("walk follows links"))
                                 .collect();
                             by_switches.insert(next.clone(), list.len() as SegmentId);
-                            list.push(Segment { switches: next, links });
+                            list.push(Segment {
+                                switches: next,
+                                links,
+                            });
                         }
                     } else {
                         stack.push((next, !up));
@@ -92,7 +95,12 @@ impl Segments {
             }
         }
         let (subproblems, subproblem_of) = components(topo.links.len(), &list);
-        Self { list, by_switches, subproblems, subproblem_of }
+        Self {
+            list,
+            by_switches,
+            subproblems,
+            subproblem_of,
+        }
     }
 
     pub fn len(&self) -> usize {
@@ -118,7 +126,10 @@ impl Segments {
         let mut start = 0;
         for (i, &s) in path.iter().enumerate().skip(1) {
             if topo.switches[s as usize].monitor {
-                out.push(self.find(&path[start..=i]).expect("every routed piece is an enumerated segment"));
+                out.push(
+                    self.find(&path[start..=i])
+                        .expect("every routed piece is an enumerated segment"),
+                );
                 start = i;
             }
         }
@@ -133,7 +144,8 @@ fn is_shortest(topo: &Topology, routing: &Routing, walk: &[SwitchIx]) -> bool {
     if topo.switches[last as usize].layer == 0 {
         routing.distance(first, last) as usize == walk.len() - 1
     } else {
-        walk.windows(2).all(|w| topo.switches[w[1] as usize].layer > topo.switches[w[0] as usize].layer)
+        walk.windows(2)
+            .all(|w| topo.switches[w[1] as usize].layer > topo.switches[w[0] as usize].layer)
     }
 }
 
@@ -200,14 +212,22 @@ mod tests {
         assert_eq!(s.len(), 512 + 512 + 384);
         // One component per (pod, agg plane): 8 pods x 4 planes, 16 directed links each.
         assert_eq!(s.subproblems.len(), 32);
-        let mut per_pod: std::collections::HashMap<String, (usize, std::collections::HashSet<u32>)> =
-            Default::default();
+        let mut per_pod: std::collections::HashMap<
+            String,
+            (usize, std::collections::HashSet<u32>),
+        > = Default::default();
         for sp in &s.subproblems {
             assert_eq!(sp.links.len(), 16);
             let agg = sp.links.iter().map(|&l| t.links[l as usize]).find_map(|l| {
-                [l.from, l.to].into_iter().find(|&x| t.switches[x as usize].layer == 1)
+                [l.from, l.to]
+                    .into_iter()
+                    .find(|&x| t.switches[x as usize].layer == 1)
             });
-            let pod = t.name_of(agg.unwrap())[3..].split('_').next().unwrap().to_string();
+            let pod = t.name_of(agg.unwrap())[3..]
+                .split('_')
+                .next()
+                .unwrap()
+                .to_string();
             let e = per_pod.entry(pod).or_default();
             e.0 += sp.links.len();
             for &l in &sp.links {
@@ -228,9 +248,16 @@ mod tests {
         let (t, s) = segs(4, MonitorPlacement::Bottom);
         let e00 = t.switch("edge0_0").unwrap();
         let e31 = t.switch("edge3_1").unwrap();
-        let n = s.list.iter().filter(|g| g.upstream() == e00 && g.downstream() == e31).count();
+        let n = s
+            .list
+            .iter()
+            .filter(|g| g.upstream() == e00 && g.downstream() == e31)
+            .count();
         assert_eq!(n, 4, "(k/2)^2 inter-pod segments between two edges");
-        assert!(s.list.iter().all(|g| g.links.len() == 2 || g.links.len() == 4));
+        assert!(s
+            .list
+            .iter()
+            .all(|g| g.links.len() == 2 || g.links.len() == 4));
         // Bottom-only sub-problems are the k/2 planes.
         assert_eq!(s.subproblems.len(), 2);
     }

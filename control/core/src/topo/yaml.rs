@@ -51,7 +51,10 @@ pub enum Hosts {
 #[serde(untagged)]
 pub enum HostEntry {
     Name(String),
-    WithAddr { name: String, addr: std::net::Ipv4Addr },
+    WithAddr {
+        name: String,
+        addr: std::net::Ipv4Addr,
+    },
 }
 
 impl Hosts {
@@ -64,9 +67,17 @@ impl Hosts {
 #[derive(Debug, thiserror::Error)]
 pub enum TopologyFileError {
     #[error("{file}: {path}: {msg}")]
-    Syntax { file: String, path: String, msg: String },
+    Syntax {
+        file: String,
+        path: String,
+        msg: String,
+    },
     #[error("{file}: {field}: {source}")]
-    Invalid { file: String, field: String, source: TopologyError },
+    Invalid {
+        file: String,
+        field: String,
+        source: TopologyError,
+    },
     #[error("{file}: monitors: {msg}")]
     Monitors { file: String, msg: String },
 }
@@ -88,13 +99,18 @@ pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
 fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
     let invalid = |field: String| {
         let file = file.to_string();
-        move |source| TopologyFileError::Invalid { file, field, source }
+        move |source| TopologyFileError::Invalid {
+            file,
+            field,
+            source,
+        }
     };
     let placement = match &f.monitors {
         None => MonitorPlacement::TopAndBottom,
-        Some(m) => m
-            .parse()
-            .map_err(|msg| TopologyFileError::Monitors { file: file.to_string(), msg })?,
+        Some(m) => m.parse().map_err(|msg| TopologyFileError::Monitors {
+            file: file.to_string(),
+            msg,
+        })?,
     };
     let mut switches = Vec::with_capacity(f.switches.len());
     let mut hosts = Vec::new();
@@ -103,7 +119,9 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
         let ix = i as SwitchIx;
         let names: Vec<(String, Option<u32>)> = match &s.hosts {
             Hosts::None => vec![],
-            Hosts::Count(n) => (0..*n).map(|x| (format!("{}_h{x}", s.name), None)).collect(),
+            Hosts::Count(n) => (0..*n)
+                .map(|x| (format!("{}_h{x}", s.name), None))
+                .collect(),
             Hosts::Named(v) => v
                 .iter()
                 .map(|h| match h {
@@ -113,9 +131,9 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
                 .collect(),
         };
         if !names.is_empty() && s.layer != 0 {
-            return Err(invalid(format!("switches[{i}].hosts"))(TopologyError::HostsAboveBottom(
-                s.name.clone(),
-            )));
+            return Err(invalid(format!("switches[{i}].hosts"))(
+                TopologyError::HostsAboveBottom(s.name.clone()),
+            ));
         }
         if s.layer == 0 {
             let [_, _, a, b] = bottom_seen.to_be_bytes();
@@ -135,8 +153,12 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             monitor: false,
         });
     }
-    let index: std::collections::HashMap<&str, SwitchIx> =
-        f.switches.iter().enumerate().map(|(i, s)| (s.name.as_str(), i as SwitchIx)).collect();
+    let index: std::collections::HashMap<&str, SwitchIx> = f
+        .switches
+        .iter()
+        .enumerate()
+        .map(|(i, s)| (s.name.as_str(), i as SwitchIx))
+        .collect();
     let mut links = Vec::with_capacity(f.links.len());
     for (i, [a, b]) in f.links.iter().enumerate() {
         let lookup = |n: &String| {
@@ -177,14 +199,21 @@ pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
                     .iter()
                     .map(|&h| {
                         let h = &topo.hosts[h as usize];
-                        HostEntry::WithAddr { name: h.name.clone(), addr: super::ipv4(h.addr) }
+                        HostEntry::WithAddr {
+                            name: h.name.clone(),
+                            addr: super::ipv4(h.addr),
+                        }
                     })
                     .collect();
                 SwitchEntry {
                     name: s.name.clone(),
                     layer: s.layer,
                     id: None,
-                    hosts: if hs.is_empty() { Hosts::None } else { Hosts::Named(hs) },
+                    hosts: if hs.is_empty() {
+                        Hosts::None
+                    } else {
+                        Hosts::Named(hs)
+                    },
                 }
             })
             .collect(),
@@ -192,7 +221,12 @@ pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
             .links
             .iter()
             .filter(|l| l.from < l.to)
-            .map(|l| [topo.name_of(l.from).to_string(), topo.name_of(l.to).to_string()])
+            .map(|l| {
+                [
+                    topo.name_of(l.from).to_string(),
+                    topo.name_of(l.to).to_string(),
+                ]
+            })
             .collect(),
     };
     serde_norway::to_string(&file).expect("topology serialises")

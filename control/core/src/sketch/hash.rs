@@ -1,0 +1,128 @@
+//! Hash functions of the data plane and the bit-slice contract the P4 program must follow.
+//!
+//! Only two hashes are computed per packet, both over the 13-byte flow key
+//! ([`FlowId::to_bytes`]: srcAddr, dstAddr, protocol, srcPort, dstPort, big-endian):
+//!
+//! | name  | catalogue algorithm | poly     | init     | refin/refout | xorout   | check (`"123456789"`) |
+//! |-------|---------------------|----------|----------|--------------|----------|-----------------------|
+//! | `c32` | CRC-32/ISO-HDLC     | 04C11DB7 | FFFFFFFF | true/true    | FFFFFFFF | `0xCBF43926`          |
+//! | `c16` | CRC-16/ARC          | 8005     | 0000     | true/true    | 0000     | `0xBB3D`              |
+//!
+//! These are BMv2's `HashAlgorithm.crc32` and `HashAlgorithm.crc16` (verified against
+//! behavioral-model `src/bm_sim/calculations.cpp`, structs `crc32`/`crc16`, and the tables in
+//! `src/bm_sim/crc_tables.h`: `table_crc16[1] == 0x8005`, init 0, input bytes and the final
+//! remainder reflected, no final xor). Tofino's hash engine computes any CRC given these parameters
+//! (TNA `Hash` with a `CRCPolynomial`), so both targets can reproduce every index exactly.
+//!
+//! # Why bit slices and not salted copies
+//!
+//! A CRC is affine over GF(2): for messages of equal length, `crc(a ‖ x) ^ crc(b ‖ x)` does not
+//! depend on `x`. Salted copies of one CRC therefore send every pair of flows that collides in one
+//! row to a colliding position in every other row, which defeats the `d` rows of the meters.
+//! Instead every index is a **disjoint bit slice** of `c32` and `c16`; for uniformly random keys
+//! disjoint slices of a surjective affine map are independent and uniform.
+//!
+//! # Slice table (the contract for the P4 program)
+//!
+//! `L = log2(w)` (meter width), `P = log2(entries)` (HashPipe stage size); `L + P <= 16` makes all
+//! six slices pairwise disjoint.
+//!
+//! | structure         | index                        |
+//! |-------------------|------------------------------|
+//! | meter row 0       | `c32[L-1:0]`                 |
+//! | meter row 1       | `c32[31:32-L]`               |
+//! | meter row 2       | `c16[L-1:0]`                 |
+//! | HashPipe stage 0  | `c16[15:16-P]`               |
+//! | HashPipe stage 1  | `c32[L+P-1:L]`               |
+//! | HashPipe stage 2  | `c32[31-L:32-L-P]`           |
+//!
+//! In P4 (v1model): `hash(c32, HashAlgorithm.crc32, (bit<32>)0, {srcAddr, dstAddr, protocol,
+//! srcPort, dstPort}, max)` with `max = 2^32` (for `crc16`, `2^16`) so the modulo is a no-op, then
+//! bit-slice (`c32[9:0]` etc.; no further `%`, which would break disjointness). HashPipe
+//! stages ≥ 1 hash the **carried** key (the same field order, taken from metadata), not the
+//! packet's key.
+//!
+//! pathBF bit positions are not here: only the controller hashes switch IDs (the data plane ORs a
+//! mask it is given), see `crate::pathbf`.
+
+use crate::flow::FlowId;
+use crc::{Crc, CRC_16_ARC, CRC_32_ISO_HDLC};
+use serde::{Deserialize, Serialize};
+
+const CRC32: Crc<u32> = Crc::<u32>::new(&CRC_32_ISO_HDLC);
+const CRC16: Crc<u16> = Crc::<u16>::new(&CRC_16_ARC);
+
+/// CRC-32/ISO-HDLC (BMv2 `HashAlgorithm.crc32`). Check value `0xCBF43926`.
+pub fn crc32(data: &[u8]) -> u32 {
+    CRC32.checksum(data)
+}
+
+/// CRC-16/ARC (BMv2 `HashAlgorithm.crc16`). Check value `0xBB3D`.
+pub fn crc16(data: &[u8]) -> u16 {
+    CRC16.checksum(data)
+}
+
+/// The two per-packet hashes of a flow key, from which every index is sliced.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct FlowHashes {
+    pub c32: u32,
+    pub c16: u16,
+}
+
+impl FlowHashes {
+    /// Hashes the flow's 13-byte wire form.
+    pub fn of(flow: &FlowId) -> Self {
+        let bytes = flow.to_bytes();
+        FlowHashes {
+            c32: crc32(&bytes),
+            c16: crc16(&bytes),
+        }
+    }
+}
+
+/// `n` bits of `x` starting at bit `lo` (0 when `n == 0`).
+fn slice(x: u32, lo: u32, n: u32) -> usize {
+    if n == 0 {
+        return 0;
+    }
+    let mask = u32::MAX >> (32 - n);
+    (x.checked_shr(lo).unwrap_or(0) & mask) as usize
+}
+
+/// log2 of a power of two (debug-asserted).
+pub(crate) fn log2(n: usize) -> u32 {
+    debug_assert!(n.is_power_of_two(), "{n} is not a power of two");
+    n.trailing_zeros()
+}
+
+/// Column of `row` (0..3) in a meter of width `width` (a power of two, at most 2^16).
+///
+/// # Panics
+/// If `row >= 3`.
+pub fn meter_index(h: FlowHashes, row: usize, width: usize) -> usize {
+    let l = log2(width);
+    debug_assert!(l <= 16);
+    match row {
+        0 => slice(h.c32, 0, l),
+        1 => slice(h.c32, 32 - l, l),
+        2 => slice(u32::from(h.c16), 0, l),
+        _ => panic!("meter row {row} out of range (at most 3 rows)"),
+    }
+}
+
+/// Entry of HashPipe `stage` (0..3) with `entries` per stage, paired with meters of width
+/// `meter_width` (the stage-1/2 slices sit next to the meter slices, see the module table).
+///
+/// # Panics
+/// If `stage >= 3`.
+pub fn hashpipe_index(h: FlowHashes, stage: usize, entries: usize, meter_width: usize) -> usize {
+    let p = log2(entries);
+    let l = log2(meter_width);
+    debug_assert!(l + p <= 16);
+    match stage {
+        0 => slice(u32::from(h.c16), 16 - p, p),
+        1 => slice(h.c32, l, p),
+        2 => slice(h.c32, 32 - l - p, p),
+        _ => panic!("HashPipe stage {stage} out of range (at most 3 stages)"),
+    }
+}

@@ -1,0 +1,174 @@
+//! HashPipe (Sivaraman et al., SOSR'17), the paper's lightweight 3 stages × 32 entries variant.
+//!
+//! Stage 0 always installs the arriving key: on a match it increments and stops, otherwise it
+//! evicts the resident into the carry and installs the key with count 1. Every later stage, indexed
+//! by the hash of the **carried** key: on a key match it adds the carried count and stops; on an
+//! empty slot it inserts the carry and stops; if the resident's count is smaller than the carried
+//! count the two are swapped (the resident is carried on); otherwise the carry moves on unchanged.
+//! The carry is dropped after the last stage.
+//!
+//! **Our decision on the reported count:** [`HashPipe::update`] returns the count of the packet's
+//! own flow in stage 0 after the update. Stage 0 is the only stage that sees the packet's own key
+//! in a pipeline that accesses each register once per packet, so this is the `meta.hh_count` the
+//! HH table compares with η. It may under-estimate a flow whose count is split across stages.
+
+use super::error::{check_pow2, check_range, SketchConfigError};
+use super::hash::{hashpipe_index, log2, FlowHashes};
+use super::meter::MeterConfig;
+use crate::flow::FlowId;
+use serde::{Deserialize, Serialize};
+
+/// Bits of a HashPipe entry: flowID (104) + count (32).
+pub const HASHPIPE_ENTRY_BITS: usize = 104 + 32;
+
+/// Shape of a HashPipe: `stages` (1..=3) × `entries` (a power of two). `meter_width` is the width
+/// of the meters on the same switch: the stage-1/2 slices of `c32` sit beside the meter slices, so
+/// `log2(meter_width) + log2(entries) <= 16` is required (all slices disjoint).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HashPipeConfig {
+    pub stages: usize,
+    pub entries: usize,
+    pub meter_width: usize,
+}
+
+impl HashPipeConfig {
+    pub const MAX_STAGES: usize = 3;
+
+    /// A validated configuration.
+    pub fn new(
+        stages: usize,
+        entries: usize,
+        meter_width: usize,
+    ) -> Result<Self, SketchConfigError> {
+        let config = HashPipeConfig {
+            stages,
+            entries,
+            meter_width,
+        };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the constraints of [`HashPipeConfig`].
+    pub fn validate(&self) -> Result<(), SketchConfigError> {
+        check_range("stages", self.stages, 1, Self::MAX_STAGES)?;
+        check_pow2("meter_width", self.meter_width, MeterConfig::MAX_WIDTH)?;
+        let max_entries = 1usize << (16 - log2(self.meter_width));
+        check_pow2("entries", self.entries, max_entries)
+    }
+}
+
+impl Default for HashPipeConfig {
+    /// The paper's 3 stages × 32 entries, beside 2^10-wide meters.
+    fn default() -> Self {
+        HashPipeConfig {
+            stages: 3,
+            entries: 32,
+            meter_width: MeterConfig::default().width,
+        }
+    }
+}
+
+/// One occupied HashPipe slot.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashPipeSlot {
+    pub flow: FlowId,
+    pub count: u32,
+}
+
+/// The HashPipe: `stages × entries` slots, stage-major.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct HashPipe {
+    config: HashPipeConfig,
+    slots: Vec<Option<HashPipeSlot>>,
+}
+
+impl Default for HashPipe {
+    fn default() -> Self {
+        Self::new(HashPipeConfig::default()).expect("default config is valid")
+    }
+}
+
+impl HashPipe {
+    /// An empty HashPipe.
+    pub fn new(config: HashPipeConfig) -> Result<Self, SketchConfigError> {
+        config.validate()?;
+        Ok(HashPipe {
+            config,
+            slots: vec![None; config.stages * config.entries],
+        })
+    }
+
+    pub fn config(&self) -> HashPipeConfig {
+        self.config
+    }
+
+    /// Empties every slot.
+    pub fn reset(&mut self) {
+        self.slots.fill(None);
+    }
+
+    fn pos(&self, h: FlowHashes, stage: usize) -> usize {
+        let HashPipeConfig {
+            entries,
+            meter_width,
+            ..
+        } = self.config;
+        stage * entries + hashpipe_index(h, stage, entries, meter_width)
+    }
+
+    /// Processes one packet of `flow` (whose hashes are `h`); returns the flow's stage-0 count
+    /// after the update (see the module doc).
+    pub fn update(&mut self, flow: &FlowId, h: FlowHashes) -> u32 {
+        let first = self.pos(h, 0);
+        let (own, mut carry) = match self.slots[first] {
+            Some(ref mut s) if s.flow == *flow => {
+                s.count = s.count.wrapping_add(1);
+                return s.count;
+            }
+            resident => {
+                self.slots[first] = Some(HashPipeSlot {
+                    flow: *flow,
+                    count: 1,
+                });
+                (1, resident)
+            }
+        };
+        for stage in 1..self.config.stages {
+            let Some(c) = carry else { break };
+            let pos = self.pos(FlowHashes::of(&c.flow), stage);
+            match self.slots[pos] {
+                None => {
+                    self.slots[pos] = Some(c);
+                    carry = None;
+                }
+                Some(ref mut r) if r.flow == c.flow => {
+                    r.count = r.count.wrapping_add(c.count);
+                    carry = None;
+                }
+                Some(r) if r.count < c.count => {
+                    self.slots[pos] = Some(c);
+                    carry = Some(r);
+                }
+                Some(_) => {}
+            }
+        }
+        own
+    }
+
+    /// Every occupied slot as `(stage, index, flow, count)`, stage-major.
+    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, FlowId, u32)> + '_ {
+        let entries = self.config.entries;
+        self.slots
+            .iter()
+            .enumerate()
+            .filter_map(move |(i, s)| s.map(|s| (i / entries, i % entries, s.flow, s.count)))
+    }
+
+    /// The controller-side estimate of a flow: the sum of its counts over all stages.
+    pub fn estimate(&self, flow: &FlowId) -> u32 {
+        self.entries()
+            .filter(|e| e.2 == *flow)
+            .fold(0u32, |acc, e| acc.wrapping_add(e.3))
+    }
+}

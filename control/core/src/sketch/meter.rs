@@ -1,0 +1,287 @@
+//! USM and DSM meters: `d` rows × `w` buckets updated by the paper's Algorithms 1 and 2.
+//!
+//! A bucket is **clean** while only one flow (and, in a DSM, one pathBF) has ever hit it; a clean
+//! bucket's count is then the exact number of that flow's packets counted by the meter, and all
+//! clean buckets of a flow agree. A bucket is **empty** when no flow has been recorded; the P4
+//! program may encode that as `count == 0` (counts do not wrap within an epoch).
+
+use super::error::{check_pow2, check_range, SketchConfigError};
+use super::hash::{meter_index, FlowHashes};
+use crate::flow::FlowId;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+/// Bits of a DSM bucket: dirtyFlag (1) + flowID (104) + pathBF (32) + count (32).
+pub const DSM_BUCKET_BITS: usize = 1 + 104 + 32 + 32;
+/// Bits of a USM bucket: dirtyFlag (1) + flowID (104) + count (32).
+pub const USM_BUCKET_BITS: usize = 1 + 104 + 32;
+
+/// Shape of a meter: `rows` (d, 1..=3) × `width` (w, a power of two, at most 2^16).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct MeterConfig {
+    pub rows: usize,
+    pub width: usize,
+}
+
+impl MeterConfig {
+    /// At most one row per hash slice (see [`super::hash`]).
+    pub const MAX_ROWS: usize = 3;
+    /// `c16` gives 16 bits to row 2.
+    pub const MAX_WIDTH: usize = 1 << 16;
+
+    /// A validated configuration.
+    pub fn new(rows: usize, width: usize) -> Result<Self, SketchConfigError> {
+        let config = MeterConfig { rows, width };
+        config.validate()?;
+        Ok(config)
+    }
+
+    /// Checks the constraints of [`MeterConfig`].
+    pub fn validate(&self) -> Result<(), SketchConfigError> {
+        check_range("rows", self.rows, 1, Self::MAX_ROWS)?;
+        check_pow2("width", self.width, Self::MAX_WIDTH)
+    }
+
+    /// Number of buckets, `rows * width`.
+    pub fn num_buckets(&self) -> usize {
+        self.rows * self.width
+    }
+}
+
+impl Default for MeterConfig {
+    /// The paper's d = 3, w = 2^10.
+    fn default() -> Self {
+        MeterConfig {
+            rows: 3,
+            width: 1024,
+        }
+    }
+}
+
+/// What the meters need to know about a bucket.
+pub trait Bucket: Clone + Default {
+    fn is_dirty(&self) -> bool;
+    fn flow(&self) -> Option<FlowId>;
+}
+
+/// A USM bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct UsmBucket {
+    pub dirty: bool,
+    pub flow: Option<FlowId>,
+    pub count: u32,
+}
+
+/// A DSM bucket.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DsmBucket {
+    pub dirty: bool,
+    pub flow: Option<FlowId>,
+    pub path_bf: u32,
+    pub count: u32,
+}
+
+impl Bucket for UsmBucket {
+    fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+    fn flow(&self) -> Option<FlowId> {
+        self.flow
+    }
+}
+
+impl Bucket for DsmBucket {
+    fn is_dirty(&self) -> bool {
+        self.dirty
+    }
+    fn flow(&self) -> Option<FlowId> {
+        self.flow
+    }
+}
+
+impl UsmBucket {
+    /// `n` consecutive executions of one row of Algorithm 2.
+    fn update_n(&mut self, flow: &FlowId, n: u32) {
+        if n == 0 || self.dirty {
+            return;
+        }
+        match self.flow {
+            None => {
+                self.flow = Some(*flow);
+                self.count = n;
+            }
+            Some(resident) if resident == *flow => self.count = self.count.wrapping_add(n),
+            Some(_) => {
+                // The first packet dirties the bucket and is still counted; later ones are not.
+                self.dirty = true;
+                self.count = self.count.wrapping_add(1);
+            }
+        }
+    }
+}
+
+impl DsmBucket {
+    /// `n` consecutive executions of one row of Algorithm 1.
+    fn update_n(&mut self, flow: &FlowId, path_bf: u32, n: u32) {
+        if n == 0 || self.dirty {
+            return;
+        }
+        match self.flow {
+            None => {
+                self.flow = Some(*flow);
+                self.path_bf = path_bf;
+                self.count = n;
+            }
+            Some(resident) if resident == *flow && self.path_bf == path_bf => {
+                self.count = self.count.wrapping_add(n)
+            }
+            Some(_) => {
+                self.dirty = true;
+                self.count = self.count.wrapping_add(1);
+            }
+        }
+    }
+}
+
+/// A meter: `rows × width` buckets, row-major.
+#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Meter<B> {
+    config: MeterConfig,
+    buckets: Vec<B>,
+}
+
+/// Upstream meter (Algorithm 2).
+pub type Usm = Meter<UsmBucket>;
+/// Downstream meter (Algorithm 1).
+pub type Dsm = Meter<DsmBucket>;
+
+impl<B: Bucket> Meter<B> {
+    /// An all-empty meter.
+    pub fn new(config: MeterConfig) -> Result<Self, SketchConfigError> {
+        config.validate()?;
+        Ok(Meter {
+            config,
+            buckets: vec![B::default(); config.num_buckets()],
+        })
+    }
+
+    pub fn config(&self) -> MeterConfig {
+        self.config
+    }
+
+    /// Empties every bucket (the control plane's read-and-reset at the end of an epoch).
+    pub fn reset(&mut self) {
+        self.buckets.fill(B::default());
+    }
+
+    /// # Panics
+    /// If `row` or `col` is out of range.
+    pub fn bucket(&self, row: usize, col: usize) -> &B {
+        assert!(row < self.config.rows && col < self.config.width);
+        &self.buckets[row * self.config.width + col]
+    }
+
+    /// All buckets, row-major.
+    pub fn buckets(&self) -> &[B] {
+        &self.buckets
+    }
+
+    /// Number of dirty buckets.
+    pub fn dirty_buckets(&self) -> usize {
+        self.buckets.iter().filter(|b| b.is_dirty()).count()
+    }
+
+    /// Number of non-empty buckets.
+    pub fn occupied(&self) -> usize {
+        self.buckets.iter().filter(|b| b.flow().is_some()).count()
+    }
+}
+
+/// Flat (row-major) positions of a flow's buckets, one per row.
+fn positions(config: MeterConfig, h: FlowHashes) -> impl Iterator<Item = usize> {
+    let MeterConfig { rows, width } = config;
+    (0..rows).map(move |row| row * width + meter_index(h, row, width))
+}
+
+impl Default for Usm {
+    fn default() -> Self {
+        Self::new(MeterConfig::default()).expect("default config is valid")
+    }
+}
+
+impl Default for Dsm {
+    fn default() -> Self {
+        Self::new(MeterConfig::default()).expect("default config is valid")
+    }
+}
+
+impl Usm {
+    /// Algorithm 2 (UpdateUSM). The paper's listing is lost in extraction; reconstructed as
+    /// Algorithm 1 without the pathBF field: a bucket turns dirty when a second flow hits it.
+    pub fn update(&mut self, flow: &FlowId, h: FlowHashes) {
+        self.update_n(flow, h, 1);
+    }
+
+    /// Exactly `n` consecutive [`Usm::update`]s of the same packet key.
+    pub fn update_n(&mut self, flow: &FlowId, h: FlowHashes, n: u32) {
+        for pos in positions(self.config, h) {
+            self.buckets[pos].update_n(flow, n);
+        }
+    }
+
+    /// The count of any clean bucket holding `flow` (all of them agree), if there is one.
+    pub fn clean_count(&self, flow: &FlowId, h: FlowHashes) -> Option<u32> {
+        positions(self.config, h)
+            .map(|pos| &self.buckets[pos])
+            .find(|b| !b.dirty && b.flow == Some(*flow))
+            .map(|b| b.count)
+    }
+}
+
+/// A flow read from a clean DSM bucket.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct DsmRecord {
+    pub flow: FlowId,
+    pub path_bf: u32,
+    pub count: u32,
+}
+
+impl Dsm {
+    /// Algorithm 1 (UpdateDSM) for one packet of `flow` carrying `path_bf`.
+    pub fn update(&mut self, flow: &FlowId, h: FlowHashes, path_bf: u32) {
+        self.update_n(flow, h, path_bf, 1);
+    }
+
+    /// Exactly `n` consecutive [`Dsm::update`]s of the same packet key and pathBF.
+    pub fn update_n(&mut self, flow: &FlowId, h: FlowHashes, path_bf: u32, n: u32) {
+        for pos in positions(self.config, h) {
+            self.buckets[pos].update_n(flow, path_bf, n);
+        }
+    }
+
+    /// One record per flow with at least one clean bucket, sorted by flow.
+    pub fn clean_flows(&self) -> Vec<DsmRecord> {
+        let mut out: BTreeMap<FlowId, DsmRecord> = BTreeMap::new();
+        for b in self.buckets.iter().filter(|b| !b.dirty) {
+            let Some(flow) = b.flow else { continue };
+            let rec = DsmRecord {
+                flow,
+                path_bf: b.path_bf,
+                count: b.count,
+            };
+            let prev = out.insert(flow, rec);
+            debug_assert!(
+                prev.is_none_or(|p| p == rec),
+                "clean buckets of {flow} disagree"
+            );
+        }
+        out.into_values().collect()
+    }
+}
+
+/// Theorem 2: probability that a large flow has at least one clean bucket in a `d × w` meter
+/// monitoring `f` large flows, `1 - (1 - e^{-(f-1)/w})^d` (1 when `f <= 1`).
+pub fn p_clean(d: usize, w: usize, f: usize) -> f64 {
+    let others = f.saturating_sub(1) as f64;
+    1.0 - (1.0 - (-others / w as f64).exp()).powi(d as i32)
+}

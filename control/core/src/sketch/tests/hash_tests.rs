@@ -1,0 +1,166 @@
+use super::random_flows;
+use crate::sketch::*;
+use std::collections::HashMap;
+
+/// Bitwise CRC in BMv2's formulation (`calculations.cpp`): each input byte reflected and fed
+/// MSB-first into the register, the final remainder reflected, then xored.
+fn bmv2_style(data: &[u8], width: u32, poly: u64, init: u64, xorout: u64) -> u64 {
+    let mask = u64::MAX >> (64 - width);
+    let top = 1u64 << (width - 1);
+    let mut r = init;
+    for &byte in data {
+        r ^= u64::from(byte.reverse_bits()) << (width - 8);
+        for _ in 0..8 {
+            r = if r & top != 0 {
+                (r << 1) ^ poly
+            } else {
+                r << 1
+            } & mask;
+        }
+    }
+    (r.reverse_bits() >> (64 - width)) ^ xorout
+}
+
+#[test]
+fn check_values() {
+    assert_eq!(crc32(b"123456789"), 0xCBF4_3926);
+    assert_eq!(crc16(b"123456789"), 0xBB3D);
+}
+
+#[test]
+fn crcs_match_bmv2_parameters() {
+    for (i, f) in random_flows(1, 200).iter().enumerate() {
+        let bytes = f.to_bytes();
+        let data = &bytes[..i % 14];
+        let c32 = bmv2_style(data, 32, 0x04C1_1DB7, 0xFFFF_FFFF, 0xFFFF_FFFF);
+        let c16 = bmv2_style(data, 16, 0x8005, 0, 0);
+        assert_eq!(u64::from(crc32(data)), c32);
+        assert_eq!(u64::from(crc16(data)), c16);
+    }
+}
+
+#[test]
+fn flow_hashes_hash_the_wire_form() {
+    let f = super::flow(0xC0A8_0001);
+    let h = FlowHashes::of(&f);
+    assert_eq!(h.c32, crc32(&f.to_bytes()));
+    assert_eq!(h.c16, crc16(&f.to_bytes()));
+}
+
+#[test]
+fn slices_by_hand() {
+    let h = FlowHashes {
+        c32: 0xDEAD_BEEF,
+        c16: 0xBEEF,
+    };
+    assert_eq!(meter_index(h, 0, 1024), 0x2EF);
+    assert_eq!(meter_index(h, 1, 1024), 0x37A);
+    assert_eq!(meter_index(h, 2, 1024), 0x2EF);
+    assert_eq!(hashpipe_index(h, 0, 32, 1024), 23);
+    assert_eq!(hashpipe_index(h, 1, 32, 1024), 15);
+    assert_eq!(hashpipe_index(h, 2, 32, 1024), 22);
+    for row in 0..3 {
+        assert_eq!(meter_index(h, row, 1), 0);
+        assert_eq!(hashpipe_index(h, row, 1, 1024), 0);
+    }
+    assert_eq!(meter_index(h, 1, 1 << 16), 0xDEAD);
+    assert_eq!(meter_index(h, 2, 1 << 16), 0xBEEF);
+}
+
+/// Every hash bit feeds at most one of the six indices: the slices are disjoint.
+#[test]
+fn slices_are_disjoint() {
+    for (w, e) in [
+        (1024, 32),
+        (1 << 12, 16),
+        (1 << 8, 256),
+        (2, 2),
+        (1 << 15, 2),
+    ] {
+        let idx = |h: FlowHashes| -> Vec<usize> {
+            let m = (0..3).map(|r| meter_index(h, r, w));
+            m.chain((0..3).map(|s| hashpipe_index(h, s, e, w)))
+                .collect()
+        };
+        let base = FlowHashes { c32: 0, c16: 0 };
+        let flips = (0..32)
+            .map(|b| FlowHashes {
+                c32: 1 << b,
+                c16: 0,
+            })
+            .chain((0..16).map(|b| FlowHashes {
+                c32: 0,
+                c16: 1 << b,
+            }));
+        let mut used = 0;
+        for h in flips {
+            let changed = idx(h)
+                .iter()
+                .zip(idx(base))
+                .filter(|(a, b)| **a != *b)
+                .count();
+            assert!(changed <= 1, "w={w} e={e}: a bit feeds {changed} indices");
+            used += changed;
+        }
+        assert_eq!(
+            used,
+            3 * w.trailing_zeros() as usize + 3 * e.trailing_zeros() as usize
+        );
+    }
+}
+
+/// The reason for slicing: salted copies of one CRC differ by a constant.
+#[test]
+fn salted_crcs_are_correlated() {
+    let diff = |f: &crate::FlowId| {
+        let mut a = vec![0x01];
+        let mut b = vec![0x02];
+        a.extend(f.to_bytes());
+        b.extend(f.to_bytes());
+        crc32(&a) ^ crc32(&b)
+    };
+    let flows = random_flows(2, 100);
+    assert!(flows.iter().all(|f| diff(f) == diff(&flows[0])));
+}
+
+/// For 20k random flows, pairs colliding in one row collide in another with probability ~1/w.
+#[test]
+fn rows_are_uncorrelated() {
+    let w = 1024;
+    let hs: Vec<_> = random_flows(3, 20_000).iter().map(FlowHashes::of).collect();
+    let pairs = |n: usize| n * n.saturating_sub(1) / 2;
+    for (ra, rb) in [(0, 1), (0, 2), (1, 2)] {
+        let mut single: HashMap<usize, usize> = HashMap::new();
+        let mut both: HashMap<(usize, usize), usize> = HashMap::new();
+        for &h in &hs {
+            let (a, b) = (meter_index(h, ra, w), meter_index(h, rb, w));
+            *single.entry(a).or_default() += 1;
+            *both.entry((a, b)).or_default() += 1;
+        }
+        let p1: usize = single.values().map(|&n| pairs(n)).sum();
+        let p2: usize = both.values().map(|&n| pairs(n)).sum();
+        let frac = p2 as f64 / p1 as f64;
+        assert!(
+            (0.5 / w as f64..2.0 / w as f64).contains(&frac),
+            "rows {ra},{rb}: {frac} of row-{ra} collisions also collide in row {rb}"
+        );
+    }
+}
+
+#[test]
+fn config_errors_name_the_field() {
+    let err = |r: Result<MeterConfig, SketchConfigError>| r.unwrap_err().to_string();
+    assert!(err(MeterConfig::new(0, 1024)).contains("rows"));
+    assert!(err(MeterConfig::new(4, 1024)).contains("rows"));
+    assert!(err(MeterConfig::new(3, 1000)).contains("width"));
+    assert!(err(MeterConfig::new(3, 1 << 17)).contains("width"));
+    assert!(MeterConfig::new(3, 1 << 16).is_ok());
+    let err = |r: Result<HashPipeConfig, SketchConfigError>| r.unwrap_err().to_string();
+    assert!(err(HashPipeConfig::new(0, 32, 1024)).contains("stages"));
+    assert!(err(HashPipeConfig::new(4, 32, 1024)).contains("stages"));
+    assert!(err(HashPipeConfig::new(3, 48, 1024)).contains("entries"));
+    assert!(err(HashPipeConfig::new(3, 128, 1024)).contains("entries"));
+    assert!(err(HashPipeConfig::new(3, 32, 1000)).contains("meter_width"));
+    assert!(HashPipeConfig::new(3, 64, 1024).is_ok());
+    assert!(Usm::new(MeterConfig { rows: 5, width: 8 }).is_err());
+}

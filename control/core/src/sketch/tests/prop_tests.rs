@@ -1,0 +1,110 @@
+use super::flow;
+use crate::sketch::*;
+use crate::FlowId;
+use proptest::prelude::*;
+use std::collections::HashMap;
+
+/// Packets `(flow index, pathBF, repeat)` over a few flows and pathBFs, so collisions are common.
+fn traffic() -> impl Strategy<Value = Vec<(u32, u32, u32)>> {
+    prop::collection::vec((0u32..12, 0u32..3, 0u32..5), 0..60)
+}
+
+fn small_meter() -> MeterConfig {
+    MeterConfig::new(3, 8).unwrap()
+}
+
+proptest! {
+    #[test]
+    fn dsm_update_n_is_n_updates(pkts in traffic()) {
+        let mut fast = Dsm::new(small_meter()).unwrap();
+        let mut slow = fast.clone();
+        for (f, bf, n) in pkts {
+            let (f, h) = (flow(f), FlowHashes::of(&flow(f)));
+            fast.update_n(&f, h, bf, n);
+            for _ in 0..n {
+                slow.update(&f, h, bf);
+            }
+            prop_assert_eq!(&fast, &slow);
+        }
+    }
+
+    #[test]
+    fn usm_update_n_is_n_updates(pkts in traffic()) {
+        let mut fast = Usm::new(small_meter()).unwrap();
+        let mut slow = fast.clone();
+        for (f, _, n) in pkts {
+            let (f, h) = (flow(f), FlowHashes::of(&flow(f)));
+            fast.update_n(&f, h, n);
+            for _ in 0..n {
+                slow.update(&f, h);
+            }
+            prop_assert_eq!(&fast, &slow);
+        }
+    }
+
+    /// Clean buckets hold exact counts; a flow that used two pathBFs is never reported by the DSM.
+    #[test]
+    fn clean_records_are_exact(pkts in traffic()) {
+        let mut dsm = Dsm::new(small_meter()).unwrap();
+        let mut usm = Usm::new(small_meter()).unwrap();
+        let mut truth: HashMap<FlowId, (u32, Vec<u32>)> = HashMap::new();
+        for (f, bf, n) in pkts {
+            let (f, h) = (flow(f), FlowHashes::of(&flow(f)));
+            dsm.update_n(&f, h, bf, n);
+            usm.update_n(&f, h, n);
+            if n > 0 {
+                let t = truth.entry(f).or_default();
+                t.0 += n;
+                if !t.1.contains(&bf) {
+                    t.1.push(bf);
+                }
+            }
+        }
+        for r in dsm.clean_flows() {
+            let (count, bfs) = &truth[&r.flow];
+            prop_assert_eq!((r.count, bfs.as_slice()), (*count, &[r.path_bf][..]));
+        }
+        for (f, (count, _)) in &truth {
+            if let Some(c) = usm.clean_count(f, FlowHashes::of(f)) {
+                prop_assert_eq!(c, *count);
+            }
+        }
+        prop_assert!(dsm.occupied() <= 24 && dsm.dirty_buckets() <= dsm.occupied());
+    }
+
+    /// Alone in the HashPipe, a flow's count is exact and never leaves stage 0.
+    #[test]
+    fn hashpipe_single_flow_is_exact(src in any::<u32>(), n in 1u32..200) {
+        let mut hp = HashPipe::default();
+        let f = flow(src);
+        for k in 1..=n {
+            prop_assert_eq!(hp.update(&f, FlowHashes::of(&f)), k);
+        }
+        prop_assert_eq!(hp.estimate(&f), n);
+        prop_assert_eq!(hp.entries().count(), 1);
+    }
+
+    /// HashPipe never over-estimates, never duplicates a key within a stage, and never holds more
+    /// packets than it was fed.
+    #[test]
+    fn hashpipe_never_overestimates(pkts in prop::collection::vec(0u32..40, 0..300)) {
+        let mut hp = HashPipe::new(HashPipeConfig::new(3, 4, 1024).unwrap()).unwrap();
+        let mut truth: HashMap<FlowId, u32> = HashMap::new();
+        for f in &pkts {
+            let f = flow(*f);
+            let own = hp.update(&f, FlowHashes::of(&f));
+            *truth.entry(f).or_default() += 1;
+            prop_assert!(own >= 1 && own <= truth[&f]);
+        }
+        for (f, n) in &truth {
+            prop_assert!(hp.estimate(f) <= *n);
+        }
+        let total: u32 = hp.entries().map(|e| e.3).sum();
+        prop_assert!(total as usize <= pkts.len());
+        let mut keys: Vec<_> = hp.entries().map(|e| (e.0, e.2)).collect();
+        keys.sort();
+        let len = keys.len();
+        keys.dedup();
+        prop_assert_eq!(keys.len(), len);
+    }
+}
