@@ -7,6 +7,7 @@
 //! Nothing here does I/O, reads a clock or draws unseeded randomness: every function takes values
 //! and returns values, so tests and benchmarks call it directly.
 
+pub mod fabric;
 pub mod flow;
 pub mod localize;
 pub mod pathbf;

@@ -27,3 +27,33 @@ pub use canary::{
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
 pub use groups::{map_success, Grouping, Mapping};
+
+use crate::topo::{LinkIx, Topology};
+use serde::{Deserialize, Serialize};
+
+/// A link a localizer blames, on the topology's directed links. Localizers that reason about
+/// undirected links (NetBouncer, deTector) blame both directions.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlamedLink {
+    pub link: LinkIx,
+    /// Estimated loss rate (or the localizer's score where it has no loss estimate).
+    pub loss: f64,
+    /// Stage or round that found it (0 for single-stage localizers).
+    pub stage: usize,
+}
+
+/// A localizer's answer for the whole fabric.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Verdict {
+    pub blamed: Vec<BlamedLink>,
+    /// Links blamed after each stage, cumulative (one entry for single-stage localizers).
+    pub stages: Vec<Vec<LinkIx>>,
+}
+
+/// Every localizer: Canary, NetBouncer(-stage), Flock, 007, deTector. Each consumes the
+/// observations its own system collects.
+pub trait Localizer {
+    type Input;
+    fn name(&self) -> &'static str;
+    fn localize(&self, topo: &Topology, input: &Self::Input) -> Verdict;
+}

@@ -1,0 +1,120 @@
+//! The `Fabric` trait: everything the controller asks of a network of monitor switches, whether
+//! it is the simulator or real switches behind P4Runtime/Thrift/BFRuntime.
+//!
+//! The controller's epoch loop (in the `canary` crate) is written once against this trait.
+
+use crate::sketch::{Dsm, Usm};
+use crate::topo::SwitchIx;
+use crate::FlowId;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+/// Which of the two meter instances a monitor switch counts in (Sec. III-G-1).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum Parity {
+    Even = 0,
+    Odd = 1,
+}
+
+impl Parity {
+    pub fn of_epoch(epoch: u64) -> Self {
+        if epoch % 2 == 0 {
+            Parity::Even
+        } else {
+            Parity::Odd
+        }
+    }
+    pub fn flip(self) -> Self {
+        match self {
+            Parity::Even => Parity::Odd,
+            Parity::Odd => Parity::Even,
+        }
+    }
+    pub fn index(self) -> usize {
+        self as usize
+    }
+}
+
+/// One monitor switch's meters of one parity, as harvested.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct MeterSnapshot {
+    pub switch: SwitchIx,
+    pub parity: Parity,
+    pub usm: Usm,
+    pub dsm: Dsm,
+}
+
+/// A change to a monitor switch's tables.
+#[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub enum RuleOp {
+    /// DSM table: count packets of `flow` arriving with `path_bf` (and an upstream mark).
+    InstallDsm { switch: SwitchIx, flow: FlowId, path_bf: u32 },
+    RemoveDsm { switch: SwitchIx, flow: FlowId, path_bf: u32 },
+    /// USM table: count and mark outgoing packets of `flow`.
+    InstallUsm { switch: SwitchIx, flow: FlowId },
+    RemoveUsm { switch: SwitchIx, flow: FlowId },
+    /// HH table: report heavy flows arriving with `path_bf` that the DSM does not count.
+    InstallHh { switch: SwitchIx, path_bf: u32 },
+    RemoveHh { switch: SwitchIx, path_bf: u32 },
+}
+
+impl RuleOp {
+    pub fn switch(&self) -> SwitchIx {
+        match *self {
+            RuleOp::InstallDsm { switch, .. }
+            | RuleOp::RemoveDsm { switch, .. }
+            | RuleOp::InstallUsm { switch, .. }
+            | RuleOp::RemoveUsm { switch, .. }
+            | RuleOp::InstallHh { switch, .. }
+            | RuleOp::RemoveHh { switch, .. } => switch,
+        }
+    }
+    pub fn is_install(&self) -> bool {
+        matches!(self, RuleOp::InstallDsm { .. } | RuleOp::InstallUsm { .. } | RuleOp::InstallHh { .. })
+    }
+}
+
+/// A packet the HH table reported (a P4Runtime digest on real switches).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct HhReport {
+    /// The downstream monitor whose HH table matched.
+    pub switch: SwitchIx,
+    pub flow: FlowId,
+    pub path_bf: u32,
+}
+
+/// Why a switch gave no answer.
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error, Serialize, Deserialize)]
+pub enum SwitchError {
+    #[error("unreachable: {0}")]
+    Unreachable(String),
+    /// The switch lost its state (rules and meters) since the last contact.
+    #[error("restarted: {0}")]
+    Restarted(String),
+    #[error("{0}")]
+    Other(String),
+}
+
+/// The per-switch outcome of an operation on many switches.
+pub type SwitchResult<T> = Result<T, SwitchError>;
+
+/// What the controller needs of a fabric of monitor switches.
+///
+/// Time is the fabric's: the simulator advances simulated time in [`Fabric::wait`], real
+/// fabrics sleep. Operations report per-switch failures instead of failing as a whole, so one
+/// unreachable switch costs its own segments and nothing else.
+#[allow(async_fn_in_trait)]
+pub trait Fabric {
+    /// Time since the fabric started.
+    fn now(&self) -> Duration;
+    /// Lets `d` pass (traffic keeps flowing).
+    async fn wait(&mut self, d: Duration);
+    /// Makes every monitor count and mark in `parity` from now on.
+    async fn set_parity(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<()>)>;
+    /// Reads, then clears, the `parity` instance of every monitor's USM and DSM.
+    async fn harvest(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)>;
+    /// Applies rule changes in order; returns the ones that failed.
+    async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;
+    /// HH reports received since the last call.
+    async fn take_reports(&mut self) -> Vec<HhReport>;
+}
