@@ -7,10 +7,14 @@
 //! Nothing here does I/O, reads a clock or draws unseeded randomness: every function takes values
 //! and returns values, so tests and benchmarks call it directly.
 
+pub mod detect;
 pub mod fabric;
+pub mod fault;
 pub mod flow;
 pub mod localize;
 pub mod pathbf;
+pub mod score;
+pub mod select;
 pub mod sketch;
 pub mod topo;
 

@@ -15,6 +15,7 @@
 pub mod canary;
 pub mod cd;
 pub mod groups;
+pub mod segments;
 
 #[cfg(test)]
 mod tests_canary;
@@ -27,6 +28,7 @@ pub use canary::{
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
 pub use groups::{map_success, Grouping, Mapping};
+pub use segments::{Canary, CdOnSegments};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};

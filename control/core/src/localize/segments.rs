@@ -1,0 +1,106 @@
+//! Canary's localizers over observed segments: the glue from detection's [`Observations`]
+//! (global segment and link IDs) to the index-based solvers in [`super::canary`].
+//!
+//! Only sub-problems with at least one lossy segment are solved; the others blame nothing.
+//! Sub-problems are independent and run in parallel (rayon).
+
+use super::canary::{localize_all, single_cd, CanaryParams, Diagnosis, SegmentObs, SubProblem};
+use super::{BlamedLink, Localizer, Verdict};
+use crate::detect::Observations;
+use crate::topo::{LinkIx, Topology};
+use rayon::prelude::*;
+use std::collections::BTreeMap;
+
+/// Canary: multi-stage CD (Sec. III-F).
+#[derive(Clone, Debug, Default)]
+pub struct Canary {
+    pub params: CanaryParams,
+}
+
+/// NetBouncer's CD run once on Canary's segment measurements (issue: "NetBouncer's CD run once
+/// on Canary's measurements").
+#[derive(Clone, Debug, Default)]
+pub struct CdOnSegments {
+    pub params: CanaryParams,
+}
+
+/// Sub-problems with a lossy segment, with the local→global link map of each.
+pub fn build(obs: &Observations) -> Vec<(SubProblem, Vec<LinkIx>)> {
+    let mut by_sub: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+    for (i, s) in obs.segments.iter().enumerate() {
+        by_sub.entry(s.subproblem).or_default().push(i);
+    }
+    by_sub
+        .into_values()
+        .filter(|idx| idx.iter().any(|&i| obs.segments[i].success < 1.0))
+        .map(|idx| {
+            let mut local: BTreeMap<LinkIx, u32> = BTreeMap::new();
+            for &i in &idx {
+                for &l in &obs.segments[i].links {
+                    let n = local.len() as u32;
+                    local.entry(l).or_insert(n);
+                }
+            }
+            let segments = idx
+                .iter()
+                .map(|&i| {
+                    let s = &obs.segments[i];
+                    SegmentObs {
+                        links: s.links.iter().map(|l| local[l]).collect(),
+                        success: s.success,
+                        sent: s.sent as f64,
+                    }
+                })
+                .collect();
+            let mut global = vec![0; local.len()];
+            for (g, l) in local {
+                global[l as usize] = g;
+            }
+            (SubProblem { n_links: global.len(), segments }, global)
+        })
+        .collect()
+}
+
+/// Merges per-sub-problem diagnoses into one verdict on global links.
+pub fn merge(parts: &[(SubProblem, Vec<LinkIx>)], diags: &[Diagnosis], stages: usize) -> Verdict {
+    let mut blamed = Vec::new();
+    let mut per_stage = vec![Vec::new(); stages];
+    for ((_, global), d) in parts.iter().zip(diags) {
+        for b in &d.blamed {
+            blamed.push(BlamedLink { link: global[b.link as usize], loss: b.loss, stage: b.stage });
+        }
+        for (s, snap) in d.stages.iter().enumerate().take(stages) {
+            per_stage[s].extend(snap.blamed_so_far.iter().map(|&l| global[l as usize]));
+        }
+    }
+    blamed.sort_by_key(|b| b.link);
+    for s in &mut per_stage {
+        s.sort_unstable();
+    }
+    Verdict { blamed, stages: per_stage }
+}
+
+impl Localizer for Canary {
+    type Input = Observations;
+    fn name(&self) -> &'static str {
+        "canary"
+    }
+    fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
+        let parts = build(obs);
+        let subs: Vec<SubProblem> = parts.iter().map(|p| p.0.clone()).collect();
+        let diags = localize_all(&subs, &self.params);
+        merge(&parts, &diags, self.params.groups.len().max(1))
+    }
+}
+
+impl Localizer for CdOnSegments {
+    type Input = Observations;
+    fn name(&self) -> &'static str {
+        "canary-cd1"
+    }
+    fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
+        let parts = build(obs);
+        let diags: Vec<Diagnosis> = parts.par_iter().map(|(s, _)| single_cd(s, &self.params)).collect();
+        merge(&parts, &diags, 1)
+    }
+}

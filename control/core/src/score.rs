@@ -1,0 +1,54 @@
+//! Scoring a verdict against injected truth, on directed links.
+
+use crate::topo::LinkIx;
+use serde::{Deserialize, Serialize};
+use std::collections::HashSet;
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Score {
+    pub tp: usize,
+    pub fp: usize,
+    #[serde(rename = "fn")]
+    pub fn_: usize,
+    /// 1 when nothing is blamed (Flock's convention).
+    pub precision: f64,
+    /// 1 when there is no fault.
+    pub recall: f64,
+    pub f1: f64,
+    /// (TP + TN) / all links (the paper's Fig. 8a; it does not define it further).
+    pub accuracy: f64,
+}
+
+impl Score {
+    pub fn of(blamed: &[LinkIx], truth: &[LinkIx], n_links: usize) -> Self {
+        let b: HashSet<LinkIx> = blamed.iter().copied().collect();
+        let t: HashSet<LinkIx> = truth.iter().copied().collect();
+        let tp = b.intersection(&t).count();
+        let fp = b.len() - tp;
+        let fn_ = t.len() - tp;
+        let precision = if b.is_empty() { 1.0 } else { tp as f64 / b.len() as f64 };
+        let recall = if t.is_empty() { 1.0 } else { tp as f64 / t.len() as f64 };
+        let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
+        let accuracy = if n_links == 0 { 1.0 } else { (n_links - fp - fn_) as f64 / n_links as f64 };
+        Self { tp, fp, fn_, precision, recall, f1, accuracy }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn papers_f1_arithmetic() {
+        let truth: Vec<u32> = (0..26).collect();
+        let f1 = |tp: u32, fp: u32| {
+            let mut b: Vec<u32> = (0..tp).collect();
+            b.extend(100..100 + fp);
+            Score::of(&b, &truth, 256).f1
+        };
+        assert!((f1(15, 0) - 0.7317).abs() < 1e-4);
+        assert!((f1(18, 0) - 0.8182).abs() < 1e-4);
+        assert!((f1(22, 1) - 0.8980).abs() < 1e-4);
+        assert_eq!(Score::of(&[], &[], 10).f1, 1.0);
+    }
+}

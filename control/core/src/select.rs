@@ -1,0 +1,237 @@
+//! Flow selection (Sec. III-D, Fig. 3): keep at least α packets and β flows counted on every
+//! segment by asking the data plane for heavy flows.
+//!
+//! After each epoch, a segment that counted fewer than α packets or β flows gets an HH rule at
+//! its downstream monitor (Step 1-2). Each HH report (Step 3) becomes a DSM rule at the
+//! downstream monitor and a USM rule at the upstream one (Step 4); after δ flows the HH rule is
+//! removed (Step 5).
+//!
+//! Our decisions where the paper is silent:
+//! * Install order: DSM before USM. The DSM counts only packets the USM marked, so a flow is
+//!   never counted downstream without being counted upstream.
+//! * Retirement: a flow that yields no minus-meter entry for `retire_after` epochs in a row (it
+//!   ended, or it keeps colliding and only pollutes buckets) is retired. Its USM rule goes first;
+//!   the DSM rule goes one epoch later, once its marked packets in flight have drained.
+//! * A segment holds at most `max_flows_per_segment` flows, so a segment whose traffic cannot
+//!   reach α does not grow its rules without bound.
+
+use crate::detect::EpochDetection;
+use crate::fabric::{HhReport, RuleOp};
+use crate::pathbf::{Decoded, PathBfCodec};
+use crate::topo::{SegmentId, Segments, SwitchIx};
+use crate::FlowId;
+use serde::{Deserialize, Serialize};
+use std::collections::{HashMap, HashSet};
+
+#[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SelectionParams {
+    /// Packets to count per segment and epoch.
+    pub alpha: u64,
+    /// Flows to count per segment and epoch.
+    pub beta: u32,
+    /// Flows an HH rule selects before it is removed.
+    pub delta: u32,
+    pub max_flows_per_segment: u32,
+    pub retire_after: u32,
+}
+
+impl Default for SelectionParams {
+    /// Table III: α = 1000, β = 20, δ = 20 (η lives in the data plane's configuration).
+    fn default() -> Self {
+        Self { alpha: 1000, beta: 20, delta: 20, max_flows_per_segment: 100, retire_after: 2 }
+    }
+}
+
+#[derive(Clone, Debug)]
+struct Monitored {
+    segment: SegmentId,
+    upstream: SwitchIx,
+    downstream: SwitchIx,
+    path_bf: u32,
+    idle_epochs: u32,
+}
+
+/// What selection did in one epoch.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct SelectionStats {
+    pub flows_added: u32,
+    pub flows_retired: u32,
+    pub hh_rules_installed: u32,
+    pub hh_rules_removed: u32,
+    pub reports: u32,
+    pub reports_ignored: u32,
+}
+
+#[derive(Clone, Debug)]
+pub struct FlowSelector {
+    params: SelectionParams,
+    flows: HashMap<FlowId, Monitored>,
+    per_segment: HashMap<SegmentId, u32>,
+    /// Active HH rules: flows still to select on each segment.
+    hh: HashMap<SegmentId, u32>,
+    deferred: Vec<RuleOp>,
+    pub stats: SelectionStats,
+}
+
+impl FlowSelector {
+    pub fn new(params: SelectionParams) -> Self {
+        Self {
+            params,
+            flows: HashMap::new(),
+            per_segment: HashMap::new(),
+            hh: HashMap::new(),
+            deferred: Vec::new(),
+            stats: SelectionStats::default(),
+        }
+    }
+
+    pub fn params(&self) -> &SelectionParams {
+        &self.params
+    }
+
+    /// Flows with DSM and USM rules.
+    pub fn monitored(&self) -> usize {
+        self.flows.len()
+    }
+
+    pub fn hh_rules(&self) -> usize {
+        self.hh.len()
+    }
+
+    /// Every rule the selector believes is installed on `switch` (to re-push after a restart).
+    pub fn rules_on(&self, switch: SwitchIx, segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
+        let mut ops = Vec::new();
+        for (&flow, m) in &self.flows {
+            if m.downstream == switch {
+                ops.push(RuleOp::InstallDsm { switch, flow, path_bf: m.path_bf });
+            }
+        }
+        for (&flow, m) in &self.flows {
+            if m.upstream == switch {
+                ops.push(RuleOp::InstallUsm { switch, flow });
+            }
+        }
+        for &seg in self.hh.keys() {
+            if segments.get(seg).downstream() == switch {
+                ops.push(RuleOp::InstallHh { switch, path_bf: codec.segment_bf[seg as usize] });
+            }
+        }
+        ops
+    }
+
+    /// DSM removals held back one epoch; call after the drain that followed the parity flip.
+    pub fn take_deferred(&mut self) -> Vec<RuleOp> {
+        std::mem::take(&mut self.deferred)
+    }
+
+    /// HH reports → DSM then USM rules; HH rules removed once δ flows are selected.
+    pub fn on_reports(&mut self, reports: &[HhReport], segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
+        let mut ops = Vec::new();
+        for r in reports {
+            self.stats.reports += 1;
+            let Decoded::Segment(seg) = codec.decode(r.switch, r.path_bf) else {
+                self.stats.reports_ignored += 1;
+                continue;
+            };
+            let full = self.per_segment.get(&seg).copied().unwrap_or(0) >= self.params.max_flows_per_segment;
+            if self.flows.contains_key(&r.flow) || full || !self.hh.contains_key(&seg) {
+                self.stats.reports_ignored += 1;
+                continue;
+            }
+            let s = segments.get(seg);
+            let m = Monitored {
+                segment: seg,
+                upstream: s.upstream(),
+                downstream: s.downstream(),
+                path_bf: r.path_bf,
+                idle_epochs: 0,
+            };
+            ops.push(RuleOp::InstallDsm { switch: m.downstream, flow: r.flow, path_bf: m.path_bf });
+            ops.push(RuleOp::InstallUsm { switch: m.upstream, flow: r.flow });
+            self.flows.insert(r.flow, m);
+            *self.per_segment.entry(seg).or_default() += 1;
+            self.stats.flows_added += 1;
+            let left = self.hh.get_mut(&seg).expect("checked above");
+            *left -= 1;
+            if *left == 0 {
+                self.hh.remove(&seg);
+                ops.push(RuleOp::RemoveHh { switch: s.downstream(), path_bf: r.path_bf });
+                self.stats.hh_rules_removed += 1;
+            }
+        }
+        ops
+    }
+
+    /// After an epoch's detection: retire idle flows, ask for flows where counts fell short.
+    /// `answered` are the switches harvested this epoch: a flow whose switch did not answer is
+    /// not idle, just unseen.
+    pub fn on_epoch(
+        &mut self,
+        det: &EpochDetection,
+        answered: &HashSet<SwitchIx>,
+        segments: &Segments,
+        codec: &PathBfCodec,
+    ) -> Vec<RuleOp> {
+        let mut ops = Vec::new();
+        let seen: HashSet<FlowId> = det.entries.iter().map(|e| e.flow).collect();
+        let mut retired = Vec::new();
+        for (&flow, m) in self.flows.iter_mut() {
+            if seen.contains(&flow) {
+                m.idle_epochs = 0;
+            } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
+                m.idle_epochs += 1;
+                if m.idle_epochs >= self.params.retire_after {
+                    retired.push(flow);
+                }
+            }
+        }
+        retired.sort_unstable();
+        for flow in retired {
+            let m = self.flows.remove(&flow).expect("listed above");
+            ops.push(RuleOp::RemoveUsm { switch: m.upstream, flow });
+            self.deferred.push(RuleOp::RemoveDsm { switch: m.downstream, flow, path_bf: m.path_bf });
+            *self.per_segment.get_mut(&m.segment).expect("counted on insert") -= 1;
+            self.stats.flows_retired += 1;
+        }
+        for (i, seg) in segments.list.iter().enumerate() {
+            let id = i as SegmentId;
+            if self.hh.contains_key(&id) || !answered.contains(&seg.downstream()) {
+                continue;
+            }
+            let c = det.segments.get(&id).copied().unwrap_or_default();
+            let have = self.per_segment.get(&id).copied().unwrap_or(0);
+            let short = c.sent < self.params.alpha || c.flows < self.params.beta;
+            if short && have < self.params.max_flows_per_segment {
+                self.hh.insert(id, self.params.delta);
+                ops.push(RuleOp::InstallHh { switch: seg.downstream(), path_bf: codec.segment_bf[i] });
+                self.stats.hh_rules_installed += 1;
+            }
+        }
+        ops
+    }
+
+    /// Forgets everything about a switch's rules (it restarted): flows counted there are
+    /// dropped (their rules elsewhere removed) and HH rules there are forgotten, so the next
+    /// epoch asks again.
+    pub fn forget_switch(&mut self, switch: SwitchIx, segments: &Segments) -> Vec<RuleOp> {
+        let mut ops = Vec::new();
+        let gone: Vec<FlowId> = self
+            .flows
+            .iter()
+            .filter(|(_, m)| m.upstream == switch || m.downstream == switch)
+            .map(|(&f, _)| f)
+            .collect();
+        for flow in gone {
+            let m = self.flows.remove(&flow).expect("listed");
+            if m.upstream != switch {
+                ops.push(RuleOp::RemoveUsm { switch: m.upstream, flow });
+            }
+            if m.downstream != switch {
+                self.deferred.push(RuleOp::RemoveDsm { switch: m.downstream, flow, path_bf: m.path_bf });
+            }
+            *self.per_segment.get_mut(&m.segment).expect("counted") -= 1;
+        }
+        self.hh.retain(|&seg, _| segments.get(seg).downstream() != switch);
+        ops
+    }
+}
