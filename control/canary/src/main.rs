@@ -1,1 +1,238 @@
-fn main() {}
+//! The `canary` command.
+
+use anyhow::{Context, Result};
+use canary::report::{render_epoch, render_summary};
+use canary::setup::{load_topology, prepare};
+use canary::simulate::{self, SimulateOptions};
+use canary_core::pathbf::PathBfParams;
+use canary_core::select::SelectionParams;
+use canary_core::topo::MonitorPlacement;
+use clap::{Args, Parser, Subcommand};
+use std::io::Write;
+use std::time::Duration;
+
+#[derive(Parser)]
+#[command(
+    name = "canary",
+    version,
+    about = "Find faulty links in a data-center fabric from the traffic it carries"
+)]
+struct Cli {
+    #[command(subcommand)]
+    command: Option<Command>,
+}
+
+#[derive(Subcommand)]
+enum Command {
+    /// Run the full pipeline on a simulated fabric and score it against injected faults.
+    Simulate(SimulateArgs),
+    /// Check that every segment's pathBF decodes; reassign switch IDs where it does not.
+    Audit(AuditArgs),
+    /// Print a topology as YAML (e.g. `canary topology fattree:8 > k8.yaml`).
+    Topology {
+        spec: String,
+        #[arg(long)]
+        monitors: Option<MonitorPlacement>,
+    },
+}
+
+#[derive(Args)]
+struct SimulateArgs {
+    /// `fattree:K` or a YAML topology file.
+    #[arg(long, default_value = "fattree:4")]
+    topology: String,
+    /// A YAML fault file, `random:P%` (P% of undirected links, the paper's loss mix), or `none`.
+    #[arg(long, default_value = "random:10%")]
+    faults: String,
+    #[arg(long, default_value_t = 10)]
+    epochs: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Packets to count per segment and epoch.
+    #[arg(long, default_value_t = 1000)]
+    alpha: u64,
+    /// Flows to count per segment and epoch.
+    #[arg(long, default_value_t = 20)]
+    beta: u32,
+    /// Flows selected per HH rule.
+    #[arg(long, default_value_t = 20)]
+    delta: u32,
+    /// HashPipe count a flow must exceed to be reported.
+    #[arg(long, default_value_t = 16)]
+    eta: u32,
+    /// Loss-rate groups (stages) of the multi-stage localization.
+    #[arg(long, default_value_t = 5)]
+    groups: usize,
+    /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
+    #[arg(long)]
+    quantile_groups: bool,
+    /// Segments losing less than this are taken as loss-free.
+    #[arg(long, default_value_t = 0.001)]
+    floor: f64,
+    /// Meter placement: `bottom` or `top+bottom` (default for fat-trees; a file may set its own).
+    #[arg(long)]
+    monitors: Option<MonitorPlacement>,
+    /// Background loss: every healthy link drops at a rate drawn from U(0, P).
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    /// Epoch length in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    epoch_ms: u64,
+    /// n: epochs aggregated per localization.
+    #[arg(long, default_value_t = 5)]
+    window: usize,
+    /// n′: epochs of the window a segment must lose packets in to count as lossy.
+    #[arg(long, default_value_t = 1)]
+    min_lossy_epochs: u32,
+    /// Concurrent flows per host in the simulated traffic.
+    #[arg(long, default_value_t = 200)]
+    flows_per_host: u32,
+    /// Write the whole run as JSON.
+    #[arg(long)]
+    json: Option<String>,
+    /// Print only the summary.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+#[derive(Args)]
+struct AuditArgs {
+    #[arg(long, default_value = "fattree:4")]
+    topology: String,
+    #[arg(long)]
+    monitors: Option<MonitorPlacement>,
+    #[arg(long, default_value_t = 32)]
+    pathbf_bits: u32,
+    #[arg(long, default_value_t = 3)]
+    pathbf_hashes: u32,
+    #[arg(long)]
+    json: Option<String>,
+}
+
+fn main() -> Result<()> {
+    tracing_subscriber::fmt()
+        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+        .with_writer(std::io::stderr)
+        .init();
+    let cli = Cli::parse();
+    match cli.command {
+        None => simulate_cmd(SimulateArgs::parse_from(["simulate"])),
+        Some(Command::Simulate(a)) => simulate_cmd(a),
+        Some(Command::Audit(a)) => audit_cmd(a),
+        Some(Command::Topology { spec, monitors }) => {
+            let t = load_topology(&spec, monitors)?;
+            print!(
+                "{}",
+                canary_core::topo::yaml::to_yaml(&t, monitors.unwrap_or_default())
+            );
+            Ok(())
+        }
+    }
+}
+
+impl SimulateArgs {
+    fn parse_from<'a>(args: impl IntoIterator<Item = &'a str>) -> Self {
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: SimulateArgs,
+        }
+        Wrap::parse_from(args).a
+    }
+}
+
+fn simulate_cmd(a: SimulateArgs) -> Result<()> {
+    let opts = SimulateOptions {
+        topology: a.topology,
+        faults: a.faults,
+        epochs: a.epochs,
+        seed: a.seed,
+        selection: SelectionParams {
+            alpha: a.alpha,
+            beta: a.beta,
+            delta: a.delta,
+            ..Default::default()
+        },
+        eta: a.eta,
+        groups: a.groups,
+        quantile_groups: a.quantile_groups,
+        floor: a.floor,
+        monitors: a.monitors,
+        noise: a.noise,
+        epoch: Duration::from_millis(a.epoch_ms),
+        window: a.window,
+        min_lossy_epochs: a.min_lossy_epochs,
+        flows_per_host: a.flows_per_host,
+        pathbf: PathBfParams::default(),
+    };
+    let bar = indicatif::ProgressBar::new(opts.epochs as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} epoch {pos}/{len} {wide_bar} {elapsed}")
+            .expect("valid template"),
+    );
+    let quiet = a.quiet;
+    let out = std::io::stdout();
+    let result = simulate::run(&opts, |r| {
+        bar.inc(1);
+        if !quiet {
+            bar.suspend(|| {
+                let _ = write!(out.lock(), "{}", render_epoch(r, 8));
+            });
+        }
+    })?;
+    bar.finish_and_clear();
+    print!("{}", render_summary(&result.summary, result.faults.len()));
+    if let Some(path) = a.json {
+        let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
+    }
+    Ok(())
+}
+
+fn audit_cmd(a: AuditArgs) -> Result<()> {
+    let topo = load_topology(&a.topology, a.monitors)?;
+    let params = PathBfParams {
+        bits: a.pathbf_bits,
+        hashes: a.pathbf_hashes,
+    };
+    let routing = canary_core::topo::Routing::new(&topo);
+    let segments = canary_core::topo::Segments::new(&topo, &routing);
+    let before = canary_core::pathbf::audit(&topo, &segments, params);
+    let prepared = prepare(topo, params);
+    println!(
+        "topology {}: {} segments, pathBF b={} m={}",
+        a.topology, before.segments, params.bits, params.hashes
+    );
+    println!("undecodable before repair: {}", before.undecodable.len());
+    println!(
+        "membership test (the paper's decoder), wrong candidates between the same two monitors:"
+    );
+    println!(
+        "  {:>2} {:>9} {:>12} {:>8} {:>12} {:>12}",
+        "h", "differing", "candidates", "passed", "observed", "Theorem 1"
+    );
+    for m in &before.membership {
+        println!(
+            "  {:>2} {:>9} {:>12} {:>8} {:>12.3e} {:>12.3e}",
+            m.h, m.differing, m.candidates, m.passed, m.observed_rate, m.theorem1
+        );
+    }
+    match prepared {
+        Ok(p) => {
+            println!(
+                "after repair: {} undecodable; {} switch IDs reassigned",
+                p.audit.undecodable.len(),
+                p.audit.reassigned.len()
+            );
+            for (s, old, new) in &p.audit.reassigned {
+                println!("  {:<12} {old:#010x} -> {new:#010x}", p.topo.name_of(*s));
+            }
+            if let Some(path) = a.json {
+                std::fs::write(&path, serde_json::to_string_pretty(&p.audit)?)
+                    .with_context(|| format!("cannot write {path}"))?;
+            }
+            Ok(())
+        }
+        Err(e) => Err(e),
+    }
+}

@@ -75,8 +75,13 @@ impl EpochDetection {
 }
 
 /// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
-pub fn minus_meters(segments: &Segments, codec: &PathBfCodec, snapshots: &[MeterSnapshot]) -> EpochDetection {
-    let by_switch: HashMap<SwitchIx, &MeterSnapshot> = snapshots.iter().map(|s| (s.switch, s)).collect();
+pub fn minus_meters(
+    segments: &Segments,
+    codec: &PathBfCodec,
+    snapshots: &[MeterSnapshot],
+) -> EpochDetection {
+    let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
+        snapshots.iter().map(|s| (s.switch, s)).collect();
     let mut out = EpochDetection::default();
     for snap in snapshots {
         out.anomalies.dirty_dsm_buckets += snap.dsm.dirty_buckets() as u64;
@@ -106,8 +111,12 @@ pub fn minus_meters(segments: &Segments, codec: &PathBfCodec, snapshots: &[Meter
                 out.anomalies.negative_loss += 1;
                 continue;
             }
-            let entry =
-                MmEntry { flow: rec.flow, segment, sent: rec.count as u64 + lost as u64, lost: lost as u64 };
+            let entry = MmEntry {
+                flow: rec.flow,
+                segment,
+                sent: rec.count as u64 + lost as u64,
+                lost: lost as u64,
+            };
             let c = out.segments.entry(segment).or_default();
             c.sent += entry.sent;
             c.lost += entry.lost;
@@ -148,7 +157,10 @@ pub struct Window {
 
 impl Window {
     pub fn new(n: usize) -> Self {
-        Self { n: n.max(1), epochs: VecDeque::new() }
+        Self {
+            n: n.max(1),
+            epochs: VecDeque::new(),
+        }
     }
 
     pub fn push(&mut self, counts: BTreeMap<SegmentId, SegmentCount>) {

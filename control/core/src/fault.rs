@@ -44,11 +44,18 @@ pub struct FaultFileError {
 
 /// Parses a fault file's text against a topology; `file` names it in errors.
 pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, FaultFileError> {
-    let err = |field: String, msg: String| FaultFileError { file: file.to_string(), field, msg };
+    let err = |field: String, msg: String| FaultFileError {
+        file: file.to_string(),
+        field,
+        msg,
+    };
     let de = serde_norway::Deserializer::from_str(text);
     let parsed: FaultFile = serde_path_to_error::deserialize(de).map_err(|e| {
         let path = e.path().to_string();
-        err(if path == "." { "document".into() } else { path }, e.into_inner().to_string())
+        err(
+            if path == "." { "document".into() } else { path },
+            e.into_inner().to_string(),
+        )
     })?;
     let mut out: Vec<Fault> = Vec::new();
     for (i, f) in parsed.faults.iter().enumerate() {
@@ -64,7 +71,10 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
             err(format!("faults[{i}].link"), which)
         })?;
         if !(0.0..=1.0).contains(&f.loss) || f.loss.is_nan() {
-            return Err(err(format!("faults[{i}].loss"), format!("{} is not a probability in [0, 1]", f.loss)));
+            return Err(err(
+                format!("faults[{i}].loss"),
+                format!("{} is not a probability in [0, 1]", f.loss),
+            ));
         }
         let mut links = vec![link];
         if f.both_directions {
@@ -73,9 +83,15 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
         for l in links {
             if out.iter().any(|x| x.link == l) {
                 let [x, y] = topo.link_names(l);
-                return Err(err(format!("faults[{i}]"), format!("link [{x}, {y}] is given twice")));
+                return Err(err(
+                    format!("faults[{i}]"),
+                    format!("link [{x}, {y}] is given twice"),
+                ));
             }
-            out.push(Fault { link: l, loss: f.loss });
+            out.push(Fault {
+                link: l,
+                loss: f.loss,
+            });
         }
     }
     Ok(out)
@@ -84,16 +100,22 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
 /// The paper's loss-rate bands for random faults (Sec. IV-D) and how many of its 52 directed
 /// faulty links fall in each: 11 in [0.2, 1], 13 in [0.1, 0.2], 9 in [0.05, 0.1], 9 in
 /// [0.01, 0.05], 10 in [0.001, 0.01].
-pub const PAPER_MIX: [(f64, f64, u32); 5] =
-    [(0.2, 1.0, 11), (0.1, 0.2, 13), (0.05, 0.1, 9), (0.01, 0.05, 9), (0.001, 0.01, 10)];
+pub const PAPER_MIX: [(f64, f64, u32); 5] = [
+    (0.2, 1.0, 11),
+    (0.1, 0.2, 13),
+    (0.05, 0.1, 9),
+    (0.01, 0.05, 9),
+    (0.001, 0.01, 10),
+];
 
 /// `random:P%`: P% of the undirected inter-switch links (rounded), faulty in both directions,
 /// each direction with its own rate drawn in the paper's mix (the same proportions for any size;
 /// the directions are shuffled before rates are dealt, so the two directions of one link can fall
 /// in different bands, as the paper's odd band counts imply).
 pub fn random(topo: &Topology, percent: f64, rng: &mut impl Rng) -> Vec<Fault> {
-    let undirected: Vec<LinkIx> =
-        (0..topo.links.len() as LinkIx).filter(|&l| topo.links[l as usize].from < topo.links[l as usize].to).collect();
+    let undirected: Vec<LinkIx> = (0..topo.links.len() as LinkIx)
+        .filter(|&l| topo.links[l as usize].from < topo.links[l as usize].to)
+        .collect();
     let n = ((percent / 100.0) * undirected.len() as f64).round() as usize;
     let chosen: Vec<LinkIx> = undirected.choose_multiple(rng, n).copied().collect();
     let mut directed: Vec<LinkIx> = chosen.iter().flat_map(|&l| [l, topo.reverse(l)]).collect();
@@ -103,7 +125,10 @@ pub fn random(topo: &Topology, percent: f64, rng: &mut impl Rng) -> Vec<Fault> {
     let mut it = directed.into_iter();
     for ((lo, hi, _), c) in PAPER_MIX.iter().zip(counts) {
         for l in it.by_ref().take(c) {
-            out.push(Fault { link: l, loss: rng.random_range(*lo..*hi) });
+            out.push(Fault {
+                link: l,
+                loss: rng.random_range(*lo..*hi),
+            });
         }
     }
     out.sort_by_key(|f| f.link);
@@ -113,7 +138,10 @@ pub fn random(topo: &Topology, percent: f64, rng: &mut impl Rng) -> Vec<Fault> {
 /// Splits `n` over the paper's bands in its proportions (largest remainder).
 fn apportion(n: usize) -> [usize; 5] {
     let total: u32 = PAPER_MIX.iter().map(|b| b.2).sum();
-    let exact: Vec<f64> = PAPER_MIX.iter().map(|b| n as f64 * b.2 as f64 / total as f64).collect();
+    let exact: Vec<f64> = PAPER_MIX
+        .iter()
+        .map(|b| n as f64 * b.2 as f64 / total as f64)
+        .collect();
     let mut counts = [0usize; 5];
     for (c, e) in counts.iter_mut().zip(&exact) {
         *c = e.floor() as usize;
@@ -130,8 +158,15 @@ fn apportion(n: usize) -> [usize; 5] {
 /// Per-directed-link drop probabilities: the faults, plus `noise` on every healthy link (a rate
 /// drawn from U(0, noise), as Flock's and 007's setups model background loss).
 pub fn loss_vector(topo: &Topology, faults: &[Fault], noise: f64, rng: &mut impl Rng) -> Vec<f64> {
-    let mut loss: Vec<f64> =
-        (0..topo.links.len()).map(|_| if noise > 0.0 { rng.random_range(0.0..noise) } else { 0.0 }).collect();
+    let mut loss: Vec<f64> = (0..topo.links.len())
+        .map(|_| {
+            if noise > 0.0 {
+                rng.random_range(0.0..noise)
+            } else {
+                0.0
+            }
+        })
+        .collect();
     for f in faults {
         loss[f.link as usize] = f.loss;
     }
@@ -151,10 +186,15 @@ mod tests {
         let f = random(&t, 10.0, &mut rng);
         assert_eq!(f.len(), 52);
         for (lo, hi, n) in PAPER_MIX {
-            assert_eq!(f.iter().filter(|x| x.loss >= lo && x.loss < hi).count(), n as usize);
+            assert_eq!(
+                f.iter().filter(|x| x.loss >= lo && x.loss < hi).count(),
+                n as usize
+            );
         }
         // Both directions of 26 links.
-        assert!(f.iter().all(|x| f.iter().any(|y| y.link == t.reverse(x.link))));
+        assert!(f
+            .iter()
+            .all(|x| f.iter().any(|y| y.link == t.reverse(x.link))));
     }
 
     #[test]

@@ -26,11 +26,35 @@ impl Score {
         let tp = b.intersection(&t).count();
         let fp = b.len() - tp;
         let fn_ = t.len() - tp;
-        let precision = if b.is_empty() { 1.0 } else { tp as f64 / b.len() as f64 };
-        let recall = if t.is_empty() { 1.0 } else { tp as f64 / t.len() as f64 };
-        let f1 = if precision + recall == 0.0 { 0.0 } else { 2.0 * precision * recall / (precision + recall) };
-        let accuracy = if n_links == 0 { 1.0 } else { (n_links - fp - fn_) as f64 / n_links as f64 };
-        Self { tp, fp, fn_, precision, recall, f1, accuracy }
+        let precision = if b.is_empty() {
+            1.0
+        } else {
+            tp as f64 / b.len() as f64
+        };
+        let recall = if t.is_empty() {
+            1.0
+        } else {
+            tp as f64 / t.len() as f64
+        };
+        let f1 = if precision + recall == 0.0 {
+            0.0
+        } else {
+            2.0 * precision * recall / (precision + recall)
+        };
+        let accuracy = if n_links == 0 {
+            1.0
+        } else {
+            (n_links - fp - fn_) as f64 / n_links as f64
+        };
+        Self {
+            tp,
+            fp,
+            fn_,
+            precision,
+            recall,
+            f1,
+            accuracy,
+        }
     }
 }
 

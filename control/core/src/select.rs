@@ -38,7 +38,13 @@ pub struct SelectionParams {
 impl Default for SelectionParams {
     /// Table III: α = 1000, β = 20, δ = 20 (η lives in the data plane's configuration).
     fn default() -> Self {
-        Self { alpha: 1000, beta: 20, delta: 20, max_flows_per_segment: 100, retire_after: 2 }
+        Self {
+            alpha: 1000,
+            beta: 20,
+            delta: 20,
+            max_flows_per_segment: 100,
+            retire_after: 2,
+        }
     }
 }
 
@@ -99,11 +105,20 @@ impl FlowSelector {
     }
 
     /// Every rule the selector believes is installed on `switch` (to re-push after a restart).
-    pub fn rules_on(&self, switch: SwitchIx, segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
+    pub fn rules_on(
+        &self,
+        switch: SwitchIx,
+        segments: &Segments,
+        codec: &PathBfCodec,
+    ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
         for (&flow, m) in &self.flows {
             if m.downstream == switch {
-                ops.push(RuleOp::InstallDsm { switch, flow, path_bf: m.path_bf });
+                ops.push(RuleOp::InstallDsm {
+                    switch,
+                    flow,
+                    path_bf: m.path_bf,
+                });
             }
         }
         for (&flow, m) in &self.flows {
@@ -113,7 +128,10 @@ impl FlowSelector {
         }
         for &seg in self.hh.keys() {
             if segments.get(seg).downstream() == switch {
-                ops.push(RuleOp::InstallHh { switch, path_bf: codec.segment_bf[seg as usize] });
+                ops.push(RuleOp::InstallHh {
+                    switch,
+                    path_bf: codec.segment_bf[seg as usize],
+                });
             }
         }
         ops
@@ -125,7 +143,12 @@ impl FlowSelector {
     }
 
     /// HH reports → DSM then USM rules; HH rules removed once δ flows are selected.
-    pub fn on_reports(&mut self, reports: &[HhReport], segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
+    pub fn on_reports(
+        &mut self,
+        reports: &[HhReport],
+        segments: &Segments,
+        codec: &PathBfCodec,
+    ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
         for r in reports {
             self.stats.reports += 1;
@@ -133,7 +156,8 @@ impl FlowSelector {
                 self.stats.reports_ignored += 1;
                 continue;
             };
-            let full = self.per_segment.get(&seg).copied().unwrap_or(0) >= self.params.max_flows_per_segment;
+            let full = self.per_segment.get(&seg).copied().unwrap_or(0)
+                >= self.params.max_flows_per_segment;
             if self.flows.contains_key(&r.flow) || full || !self.hh.contains_key(&seg) {
                 self.stats.reports_ignored += 1;
                 continue;
@@ -146,8 +170,15 @@ impl FlowSelector {
                 path_bf: r.path_bf,
                 idle_epochs: 0,
             };
-            ops.push(RuleOp::InstallDsm { switch: m.downstream, flow: r.flow, path_bf: m.path_bf });
-            ops.push(RuleOp::InstallUsm { switch: m.upstream, flow: r.flow });
+            ops.push(RuleOp::InstallDsm {
+                switch: m.downstream,
+                flow: r.flow,
+                path_bf: m.path_bf,
+            });
+            ops.push(RuleOp::InstallUsm {
+                switch: m.upstream,
+                flow: r.flow,
+            });
             self.flows.insert(r.flow, m);
             *self.per_segment.entry(seg).or_default() += 1;
             self.stats.flows_added += 1;
@@ -155,7 +186,10 @@ impl FlowSelector {
             *left -= 1;
             if *left == 0 {
                 self.hh.remove(&seg);
-                ops.push(RuleOp::RemoveHh { switch: s.downstream(), path_bf: r.path_bf });
+                ops.push(RuleOp::RemoveHh {
+                    switch: s.downstream(),
+                    path_bf: r.path_bf,
+                });
                 self.stats.hh_rules_removed += 1;
             }
         }
@@ -188,9 +222,19 @@ impl FlowSelector {
         retired.sort_unstable();
         for flow in retired {
             let m = self.flows.remove(&flow).expect("listed above");
-            ops.push(RuleOp::RemoveUsm { switch: m.upstream, flow });
-            self.deferred.push(RuleOp::RemoveDsm { switch: m.downstream, flow, path_bf: m.path_bf });
-            *self.per_segment.get_mut(&m.segment).expect("counted on insert") -= 1;
+            ops.push(RuleOp::RemoveUsm {
+                switch: m.upstream,
+                flow,
+            });
+            self.deferred.push(RuleOp::RemoveDsm {
+                switch: m.downstream,
+                flow,
+                path_bf: m.path_bf,
+            });
+            *self
+                .per_segment
+                .get_mut(&m.segment)
+                .expect("counted on insert") -= 1;
             self.stats.flows_retired += 1;
         }
         for (i, seg) in segments.list.iter().enumerate() {
@@ -203,7 +247,10 @@ impl FlowSelector {
             let short = c.sent < self.params.alpha || c.flows < self.params.beta;
             if short && have < self.params.max_flows_per_segment {
                 self.hh.insert(id, self.params.delta);
-                ops.push(RuleOp::InstallHh { switch: seg.downstream(), path_bf: codec.segment_bf[i] });
+                ops.push(RuleOp::InstallHh {
+                    switch: seg.downstream(),
+                    path_bf: codec.segment_bf[i],
+                });
                 self.stats.hh_rules_installed += 1;
             }
         }
@@ -224,14 +271,22 @@ impl FlowSelector {
         for flow in gone {
             let m = self.flows.remove(&flow).expect("listed");
             if m.upstream != switch {
-                ops.push(RuleOp::RemoveUsm { switch: m.upstream, flow });
+                ops.push(RuleOp::RemoveUsm {
+                    switch: m.upstream,
+                    flow,
+                });
             }
             if m.downstream != switch {
-                self.deferred.push(RuleOp::RemoveDsm { switch: m.downstream, flow, path_bf: m.path_bf });
+                self.deferred.push(RuleOp::RemoveDsm {
+                    switch: m.downstream,
+                    flow,
+                    path_bf: m.path_bf,
+                });
             }
             *self.per_segment.get_mut(&m.segment).expect("counted") -= 1;
         }
-        self.hh.retain(|&seg, _| segments.get(seg).downstream() != switch);
+        self.hh
+            .retain(|&seg, _| segments.get(seg).downstream() != switch);
         ops
     }
 }

@@ -1,7 +1,9 @@
 //! The simulated fabric: switch state, flows, packets, and the `Fabric` implementation.
 
 use crate::traffic::TrafficConfig;
-use canary_core::fabric::{Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult};
+use canary_core::fabric::{
+    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
+};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::sketch::{Dsm, FlowHashes, HashPipe, HashPipeConfig, MeterConfig, Usm};
 use canary_core::topo::{LinkIx, Routing, SwitchIx, Topology};
@@ -142,7 +144,11 @@ impl SimFabric {
     /// A fabric over `topo` (switch IDs as the pathBF audit left them) with per-directed-link
     /// drop probabilities `loss`.
     pub fn new(topo: Topology, codec: &PathBfCodec, loss: Vec<f64>, cfg: SimConfig) -> Self {
-        assert_eq!(loss.len(), topo.links.len(), "one loss rate per directed link");
+        assert_eq!(
+            loss.len(),
+            topo.links.len(),
+            "one loss rate per directed link"
+        );
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let mut loss_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_1055);
         let switches = topo
@@ -164,12 +170,21 @@ impl SimFabric {
                 down: false,
             })
             .collect();
-        let links = loss.iter().map(|&p| LinkLoss { p, until_drop: gap(p, &mut loss_rng) }).collect();
+        let links = loss
+            .iter()
+            .map(|&p| LinkLoss {
+                p,
+                until_drop: gap(p, &mut loss_rng),
+            })
+            .collect();
         let mut idle_slots = BinaryHeap::new();
         for host in 0..topo.hosts.len() as u32 {
             for _ in 0..cfg.traffic.flows_per_host {
                 // Stagger the first flows over one RTT so bursts do not line up.
-                idle_slots.push(Reverse((rng.random_range(0..cfg.traffic.rtt_ns.max(1)), host)));
+                idle_slots.push(Reverse((
+                    rng.random_range(0..cfg.traffic.rtt_ns.max(1)),
+                    host,
+                )));
             }
         }
         let routing = Routing::new(&topo);
@@ -242,8 +257,16 @@ impl SimFabric {
             dport: self.rng.random_range(1024..u16::MAX),
         };
         let h = FlowHashes::of(&id);
-        let path = self.routing.path(&self.topo, src_sw, self.topo.hosts[dst as usize].switch, h.c32);
-        let links = path.windows(2).map(|w| self.topo.link(w[0], w[1]).unwrap()).collect();
+        let path = self.routing.path(
+            &self.topo,
+            src_sw,
+            self.topo.hosts[dst as usize].switch,
+            h.c32,
+        );
+        let links = path
+            .windows(2)
+            .map(|w| self.topo.link(w[0], w[1]).unwrap())
+            .collect();
         let shape = self.cfg.traffic.draw(&mut self.rng);
         let mut flow = Flow {
             id,
@@ -297,7 +320,13 @@ impl SimFabric {
             }
             let Reverse((t, fi)) = self.next_send.pop().unwrap();
             self.stats.packets += 1;
-            let mut p = Packet { flow: fi, hop: 0, mark: 0, bf: 0, t };
+            let mut p = Packet {
+                flow: fi,
+                hop: 0,
+                mark: 0,
+                bf: 0,
+                t,
+            };
             let f = &mut self.flows[fi as usize];
             f.in_flight += 1;
             f.remaining -= 1;
@@ -342,7 +371,10 @@ impl SimFabric {
             }
             if sw.monitor {
                 let dsm_rule = f.dsm_at & (1 << hop) != 0
-                    && sw.dsm_rules.get(&f.id).is_some_and(|bfs| bfs.contains(&p.bf));
+                    && sw
+                        .dsm_rules
+                        .get(&f.id)
+                        .is_some_and(|bfs| bfs.contains(&p.bf));
                 if dsm_rule {
                     if p.mark > 0 {
                         sw.dsm[(p.mark - 1) as usize].update(&f.id, f.h, p.bf);
@@ -351,7 +383,11 @@ impl SimFabric {
                     let count = sw.hashpipe.update(&f.id, f.h);
                     if count > eta && !sw.hh_rules.is_empty() && sw.hh_rules.contains(&p.bf) {
                         if self.reported.insert((s, f.id)) {
-                            self.reports.push(HhReport { switch: s, flow: f.id, path_bf: p.bf });
+                            self.reports.push(HhReport {
+                                switch: s,
+                                flow: f.id,
+                                path_bf: p.bf,
+                            });
                             self.stats.reports += 1;
                         }
                     }
@@ -450,7 +486,10 @@ impl Fabric for SimFabric {
                 continue;
             }
             if sw.down {
-                out.push((s as SwitchIx, Err(SwitchError::Unreachable("switch is down".into()))));
+                out.push((
+                    s as SwitchIx,
+                    Err(SwitchError::Unreachable("switch is down".into())),
+                ));
                 continue;
             }
             sw.prev_parity = sw.parity_value_at(self.now);
@@ -468,7 +507,10 @@ impl Fabric for SimFabric {
                 continue;
             }
             if sw.down {
-                out.push((s as SwitchIx, Err(SwitchError::Unreachable("switch is down".into()))));
+                out.push((
+                    s as SwitchIx,
+                    Err(SwitchError::Unreachable("switch is down".into())),
+                ));
                 continue;
             }
             let i = parity.index();
@@ -490,7 +532,10 @@ impl Fabric for SimFabric {
         for op in ops {
             let sw = &mut self.switches[op.switch() as usize];
             if sw.down {
-                failed.push((op.clone(), SwitchError::Unreachable("switch is down".into())));
+                failed.push((
+                    op.clone(),
+                    SwitchError::Unreachable("switch is down".into()),
+                ));
                 continue;
             }
             let flow = match *op {

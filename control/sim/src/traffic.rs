@@ -55,12 +55,18 @@ pub struct FlowShape {
 
 impl TrafficConfig {
     pub fn draw(&self, rng: &mut impl Rng) -> FlowShape {
-        let size: f64 = Pareto::new(self.size_min, self.size_shape).expect("valid Pareto").sample(rng);
+        let size: f64 = Pareto::new(self.size_min, self.size_shape)
+            .expect("valid Pareto")
+            .sample(rng);
         let packets = size.min(self.size_max).round().max(1.0) as u64;
         let rate = (rng.random_range(self.rate_min.ln()..=self.rate_max.ln())).exp();
         let burst = ((rate * self.rtt_ns as f64 / 1e9).round() as u32).clamp(1, self.max_burst);
         let burst_period_ns = (burst as f64 / rate * 1e9) as u64;
-        FlowShape { packets, burst, burst_period_ns: burst_period_ns.max(burst as u64 * self.line_gap_ns) }
+        FlowShape {
+            packets,
+            burst,
+            burst_period_ns: burst_period_ns.max(burst as u64 * self.line_gap_ns),
+        }
     }
 
     pub fn think(&self, rng: &mut impl Rng) -> u64 {

@@ -56,7 +56,13 @@ pub fn build(obs: &Observations) -> Vec<(SubProblem, Vec<LinkIx>)> {
             for (g, l) in local {
                 global[l as usize] = g;
             }
-            (SubProblem { n_links: global.len(), segments }, global)
+            (
+                SubProblem {
+                    n_links: global.len(),
+                    segments,
+                },
+                global,
+            )
         })
         .collect()
 }
@@ -67,7 +73,11 @@ pub fn merge(parts: &[(SubProblem, Vec<LinkIx>)], diags: &[Diagnosis], stages: u
     let mut per_stage = vec![Vec::new(); stages];
     for ((_, global), d) in parts.iter().zip(diags) {
         for b in &d.blamed {
-            blamed.push(BlamedLink { link: global[b.link as usize], loss: b.loss, stage: b.stage });
+            blamed.push(BlamedLink {
+                link: global[b.link as usize],
+                loss: b.loss,
+                stage: b.stage,
+            });
         }
         for (s, snap) in d.stages.iter().enumerate().take(stages) {
             per_stage[s].extend(snap.blamed_so_far.iter().map(|&l| global[l as usize]));
@@ -77,7 +87,10 @@ pub fn merge(parts: &[(SubProblem, Vec<LinkIx>)], diags: &[Diagnosis], stages: u
     for s in &mut per_stage {
         s.sort_unstable();
     }
-    Verdict { blamed, stages: per_stage }
+    Verdict {
+        blamed,
+        stages: per_stage,
+    }
 }
 
 impl Localizer for Canary {
@@ -100,7 +113,10 @@ impl Localizer for CdOnSegments {
     }
     fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
         let parts = build(obs);
-        let diags: Vec<Diagnosis> = parts.par_iter().map(|(s, _)| single_cd(s, &self.params)).collect();
+        let diags: Vec<Diagnosis> = parts
+            .par_iter()
+            .map(|(s, _)| single_cd(s, &self.params))
+            .collect();
         merge(&parts, &diags, 1)
     }
 }

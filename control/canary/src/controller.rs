@@ -1,0 +1,296 @@
+//! The epoch loop, written once for every [`Fabric`]: the simulator and real switches.
+//!
+//! One epoch, after its traffic (Sec. III-D to III-G):
+//! 1. flip every monitor to the other parity; retire flows' USM rules decided last epoch;
+//! 2. wait for the packets of the finished epoch still in flight to reach their DSMs;
+//! 3. harvest (read and clear) the finished instance; remove the DSM rules held back;
+//! 4. minus meters (Alg. 3) → segment counts → window of n epochs → success probabilities;
+//! 5. localize (multi-stage CD over sub-problems in parallel);
+//! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
+
+use crate::report::{EpochReport, LinkReport, Phases, RuleCounts, SegmentReport};
+use canary_core::detect::{minus_meters, observations, Observations, Window, WindowCount};
+use canary_core::fabric::{Fabric, Parity, RuleOp};
+use canary_core::localize::{CanaryParams, Localizer, Verdict};
+use canary_core::pathbf::PathBfCodec;
+use canary_core::select::{FlowSelector, SelectionParams, SelectionStats};
+use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
+use std::collections::{BTreeMap, HashSet};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    pub epoch: Duration,
+    /// Wait after a parity flip before harvesting.
+    pub drain: Duration,
+    /// n: epochs aggregated per localization.
+    pub window: usize,
+    /// n′: a segment counts as lossy only with losses in at least this many epochs of the window.
+    pub min_lossy_epochs: u32,
+    pub selection: SelectionParams,
+    pub canary: CanaryParams,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            epoch: Duration::from_millis(100),
+            drain: Duration::from_millis(1),
+            window: 5,
+            min_lossy_epochs: 1,
+            selection: SelectionParams::default(),
+            canary: CanaryParams::default(),
+        }
+    }
+}
+
+pub struct Controller {
+    pub topo: Topology,
+    pub segments: Segments,
+    pub codec: PathBfCodec,
+    pub cfg: ControllerConfig,
+    selector: FlowSelector,
+    window: Window,
+    run_totals: BTreeMap<SegmentId, WindowCount>,
+    epoch: u64,
+    parity: Parity,
+    next_flip: Duration,
+}
+
+impl Controller {
+    pub fn new(
+        topo: Topology,
+        segments: Segments,
+        codec: PathBfCodec,
+        cfg: ControllerConfig,
+    ) -> Self {
+        Self {
+            selector: FlowSelector::new(cfg.selection),
+            window: Window::new(cfg.window),
+            run_totals: BTreeMap::new(),
+            epoch: 0,
+            parity: Parity::Even,
+            next_flip: Duration::ZERO,
+            topo,
+            segments,
+            codec,
+            cfg,
+        }
+    }
+
+    pub fn monitors(&self) -> Vec<SwitchIx> {
+        self.topo.monitors().collect()
+    }
+
+    /// Starts epoch 0: every monitor counts in the even instance and every segment asks for flows.
+    pub async fn start<F: Fabric>(&mut self, fabric: &mut F) {
+        let _ = fabric.set_parity(Parity::Even).await;
+        let all: HashSet<SwitchIx> = self.topo.monitors().collect();
+        let ops = self
+            .selector
+            .on_epoch(&Default::default(), &all, &self.segments, &self.codec);
+        let _ = fabric.apply(&ops).await;
+        self.next_flip = fabric.now() + self.cfg.epoch;
+    }
+
+    /// Runs one epoch to its end and returns its report.
+    pub async fn run_epoch<F: Fabric>(&mut self, fabric: &mut F) -> EpochReport {
+        let span = tracing::info_span!("epoch", n = self.epoch);
+        let _enter = span.enter();
+        let now = fabric.now();
+        if self.next_flip > now {
+            fabric.wait(self.next_flip - now).await;
+        }
+        let finished = self.parity;
+        self.parity = finished.flip();
+        let flipped_at = fabric.now();
+        let mut unreachable: HashSet<SwitchIx> = HashSet::new();
+        for (s, r) in fabric.set_parity(self.parity).await {
+            if let Err(e) = r {
+                tracing::warn!(switch = self.topo.name_of(s), "parity flip failed: {e}");
+                unreachable.insert(s);
+            }
+        }
+        fabric.wait(self.cfg.drain).await;
+
+        let t0 = Instant::now();
+        let mut snapshots = Vec::new();
+        for (s, r) in fabric.harvest(finished).await {
+            match r {
+                Ok(snap) if !unreachable.contains(&s) => snapshots.push(snap),
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(switch = self.topo.name_of(s), "harvest failed: {e}");
+                    unreachable.insert(s);
+                }
+            }
+        }
+        let mut rules = RuleCounts::default();
+        let deferred = self.selector.take_deferred();
+        self.apply(fabric, &deferred, &mut rules).await;
+        let reports = fabric.take_reports().await;
+        let harvest = t0.elapsed();
+
+        let t1 = Instant::now();
+        let det = minus_meters(&self.segments, &self.codec, &snapshots);
+        for (s, c) in &det.segments {
+            self.run_totals.entry(*s).or_default().add(c);
+        }
+        self.window.push(det.segments.clone());
+        let obs = observations(
+            &self.segments,
+            &self.window.totals(),
+            self.cfg.min_lossy_epochs,
+        );
+        let detect = t1.elapsed();
+
+        let t2 = Instant::now();
+        let verdict = self.localizer().localize(&self.topo, &obs);
+        let localize = t2.elapsed();
+
+        let t3 = Instant::now();
+        let before = self.selector.stats;
+        let answered: HashSet<SwitchIx> = snapshots.iter().map(|s| s.switch).collect();
+        let mut ops = self
+            .selector
+            .on_reports(&reports, &self.segments, &self.codec);
+        ops.extend(
+            self.selector
+                .on_epoch(&det, &answered, &self.segments, &self.codec),
+        );
+        self.apply(fabric, &ops, &mut rules).await;
+        let select = t3.elapsed();
+
+        let short = self
+            .segments
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let c = det
+                    .segments
+                    .get(&(*i as SegmentId))
+                    .copied()
+                    .unwrap_or_default();
+                c.sent < self.cfg.selection.alpha || c.flows < self.cfg.selection.beta
+            })
+            .count();
+        let mut unreachable: Vec<String> = unreachable
+            .iter()
+            .map(|&s| self.topo.name_of(s).to_string())
+            .collect();
+        unreachable.sort();
+        let report = EpochReport {
+            epoch: self.epoch,
+            parity: finished,
+            at_s: flipped_at.as_secs_f64(),
+            packets_counted: det.packets(),
+            flows_counted: det.flows(),
+            flows_monitored: self.selector.monitored(),
+            segments_total: self.segments.len(),
+            segments_observed: det.segments.len(),
+            segments_short: short,
+            window_epochs: self.window.len(),
+            lossy_segments: self.segment_reports(&obs),
+            blamed: self.link_reports(&verdict),
+            selection: diff(self.selector.stats, before),
+            hh_rules: self.selector.hh_rules(),
+            rules,
+            anomalies: det.anomalies,
+            unreachable,
+            phases_ms: Phases {
+                harvest: ms(harvest),
+                detect: ms(detect),
+                localize: ms(localize),
+                select: ms(select),
+            },
+        };
+        self.epoch += 1;
+        self.next_flip += self.cfg.epoch;
+        report
+    }
+
+    async fn apply<F: Fabric>(&self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
+        if ops.is_empty() {
+            return;
+        }
+        let failed = fabric.apply(ops).await;
+        for (op, e) in &failed {
+            tracing::warn!(
+                switch = self.topo.name_of(op.switch()),
+                "rule change failed: {e}"
+            );
+        }
+        counts.failed += failed.len() as u32;
+        for op in ops {
+            if op.is_install() {
+                counts.installed += 1;
+            } else {
+                counts.removed += 1;
+            }
+        }
+    }
+
+    pub fn localizer(&self) -> canary_core::localize::Canary {
+        canary_core::localize::Canary {
+            params: self.cfg.canary.clone(),
+        }
+    }
+
+    /// Observations over the whole run so far (every epoch aggregated).
+    pub fn run_observations(&self) -> Observations {
+        observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs)
+    }
+
+    pub fn segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
+        let mut v: Vec<SegmentReport> = obs
+            .segments
+            .iter()
+            .filter(|s| s.lost > 0)
+            .map(|s| SegmentReport {
+                segment: self
+                    .segments
+                    .get(s.segment)
+                    .switches
+                    .iter()
+                    .map(|&x| self.topo.name_of(x).to_string())
+                    .collect(),
+                sent: s.sent,
+                lost: s.lost,
+                loss: s.lost as f64 / s.sent as f64,
+                used: s.success < 1.0,
+            })
+            .collect();
+        v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
+        v
+    }
+
+    pub fn link_reports(&self, v: &Verdict) -> Vec<LinkReport> {
+        v.blamed
+            .iter()
+            .map(|b| {
+                let [a, c] = self.topo.link_names(b.link);
+                LinkReport {
+                    link: [a.to_string(), c.to_string()],
+                    loss: b.loss,
+                    stage: Some(b.stage),
+                }
+            })
+            .collect()
+    }
+}
+
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1e3
+}
+
+fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
+    SelectionStats {
+        flows_added: a.flows_added - b.flows_added,
+        flows_retired: a.flows_retired - b.flows_retired,
+        hh_rules_installed: a.hh_rules_installed - b.hh_rules_installed,
+        hh_rules_removed: a.hh_rules_removed - b.hh_rules_removed,
+        reports: a.reports - b.reports,
+        reports_ignored: a.reports_ignored - b.reports_ignored,
+    }
+}

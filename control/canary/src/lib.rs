@@ -1,0 +1,7 @@
+//! `canary`: the controller. The epoch loop over any `Fabric`, the report writers, and the
+//! commands (`canary simulate`, `canary audit`, `canary topology`).
+
+pub mod controller;
+pub mod report;
+pub mod setup;
+pub mod simulate;

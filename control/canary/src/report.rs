@@ -1,0 +1,199 @@
+//! Per-epoch reports: the data (serialised as one JSON object per epoch) and the terminal view.
+
+use canary_core::detect::Anomalies;
+use canary_core::fabric::Parity;
+use canary_core::score::Score;
+use canary_core::select::SelectionStats;
+use serde::{Deserialize, Serialize};
+use std::fmt::Write;
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct EpochReport {
+    pub epoch: u64,
+    /// The meter instance this epoch counted in.
+    pub parity: Parity,
+    /// Fabric time of the epoch's end, seconds.
+    pub at_s: f64,
+    pub packets_counted: u64,
+    pub flows_counted: u64,
+    pub flows_monitored: usize,
+    pub segments_total: usize,
+    pub segments_observed: usize,
+    /// Segments that counted fewer than α packets or β flows.
+    pub segments_short: usize,
+    pub window_epochs: usize,
+    /// Segments with losses over the window; `used` is false when the n′ filter set them aside.
+    pub lossy_segments: Vec<SegmentReport>,
+    pub blamed: Vec<LinkReport>,
+    pub selection: SelectionStats,
+    pub hh_rules: usize,
+    pub rules: RuleCounts,
+    pub anomalies: Anomalies,
+    /// Monitors that did not answer this epoch: their segments are unobserved, not loss-free.
+    pub unreachable: Vec<String>,
+    pub phases_ms: Phases,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SegmentReport {
+    pub segment: Vec<String>,
+    pub sent: u64,
+    pub lost: u64,
+    pub loss: f64,
+    pub used: bool,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkReport {
+    pub link: [String; 2],
+    pub loss: f64,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub stage: Option<usize>,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct RuleCounts {
+    pub installed: u32,
+    pub removed: u32,
+    pub failed: u32,
+}
+
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct Phases {
+    pub harvest: f64,
+    pub detect: f64,
+    pub localize: f64,
+    pub select: f64,
+}
+
+/// The run's verdict scored against the injected faults.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Summary {
+    pub epochs: usize,
+    pub blamed: Vec<LinkReport>,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub tp: usize,
+    pub fp: usize,
+    #[serde(rename = "fn")]
+    pub fn_: usize,
+    pub accuracy: f64,
+    /// Score after each localization stage (the paper's Fig. 8).
+    pub stages: Vec<Score>,
+    pub missed: Vec<LinkReport>,
+    pub false_positives: Vec<LinkReport>,
+}
+
+fn short(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=9_999_999 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
+/// The terminal view of one epoch: a header line, then lossy segments and blamed links.
+pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "epoch {:>3} ({:>4}) │ {} pkts, {} flows counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
+        r.epoch,
+        format!("{:?}", r.parity).to_lowercase(),
+        short(r.packets_counted),
+        r.flows_counted,
+        r.segments_observed,
+        r.segments_total,
+        r.segments_short,
+        r.flows_monitored,
+        r.selection.flows_added,
+        r.selection.flows_retired,
+        r.phases_ms.harvest + r.phases_ms.detect + r.phases_ms.localize + r.phases_ms.select,
+    );
+    if !r.unreachable.is_empty() {
+        let _ = writeln!(
+            s,
+            "  ! unreachable, segments unobserved: {}",
+            r.unreachable.join(", ")
+        );
+    }
+    let used: Vec<&SegmentReport> = r.lossy_segments.iter().filter(|x| x.used).collect();
+    if !used.is_empty() {
+        let _ = writeln!(
+            s,
+            "  lossy segments ({} over {} epochs):",
+            used.len(),
+            r.window_epochs
+        );
+        for x in used.iter().take(max_rows) {
+            let _ = writeln!(
+                s,
+                "    {:<36} loss {:>7.4}  ({}/{})",
+                x.segment.join("→"),
+                x.loss,
+                x.lost,
+                x.sent
+            );
+        }
+        if used.len() > max_rows {
+            let _ = writeln!(s, "    … {} more", used.len() - max_rows);
+        }
+    }
+    if !r.blamed.is_empty() {
+        let _ = writeln!(s, "  blamed links ({}):", r.blamed.len());
+        for b in r.blamed.iter().take(max_rows) {
+            let stage = b
+                .stage
+                .map(|x| format!("  stage {}", x + 1))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    {:<24} loss {:>7.4}{stage}",
+                format!("{}→{}", b.link[0], b.link[1]),
+                b.loss
+            );
+        }
+        if r.blamed.len() > max_rows {
+            let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
+        }
+    }
+    s
+}
+
+pub fn render_summary(sum: &Summary, faults: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "── summary over {} epochs ──", sum.epochs);
+    let _ = writeln!(
+        s,
+        "faulty directed links: {faults}   blamed: {}   TP {}  FP {}  FN {}",
+        sum.blamed.len(),
+        sum.tp,
+        sum.fp,
+        sum.fn_
+    );
+    let _ = writeln!(
+        s,
+        "precision {:.3}   recall {:.3}   F1 {:.3}   accuracy {:.4}",
+        sum.precision, sum.recall, sum.f1, sum.accuracy
+    );
+    if sum.stages.len() > 1 {
+        let f1s: Vec<String> = sum.stages.iter().map(|x| format!("{:.3}", x.f1)).collect();
+        let _ = writeln!(s, "F1 after each stage: {}", f1s.join("  "));
+    }
+    for m in &sum.missed {
+        let _ = writeln!(
+            s,
+            "  missed          {}→{}  (injected loss {:.4})",
+            m.link[0], m.link[1], m.loss
+        );
+    }
+    for m in &sum.false_positives {
+        let _ = writeln!(
+            s,
+            "  false positive  {}→{}  (estimated loss {:.4})",
+            m.link[0], m.link[1], m.loss
+        );
+    }
+    s
+}

@@ -1,0 +1,191 @@
+//! `canary simulate`: the whole pipeline on the simulated fabric, scored against the injected
+//! faults. The controller sees only what the meters recorded, through the `Fabric` trait.
+
+use crate::controller::{Controller, ControllerConfig};
+use crate::report::{EpochReport, LinkReport, Summary};
+use crate::setup::{load_faults, load_topology, prepare};
+use anyhow::Result;
+use canary_core::fault::{loss_vector, Fault};
+use canary_core::localize::{Grouping, Localizer};
+use canary_core::pathbf::PathBfParams;
+use canary_core::score::Score;
+use canary_core::select::SelectionParams;
+use canary_core::topo::{LinkIx, MonitorPlacement};
+use canary_sim::{SimConfig, SimFabric};
+use rand::SeedableRng;
+use serde::{Deserialize, Serialize};
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct SimulateOptions {
+    pub topology: String,
+    pub faults: String,
+    pub epochs: u32,
+    pub seed: u64,
+    pub selection: SelectionParams,
+    pub eta: u32,
+    pub groups: usize,
+    pub quantile_groups: bool,
+    pub floor: f64,
+    pub monitors: Option<MonitorPlacement>,
+    pub noise: f64,
+    pub epoch: Duration,
+    pub window: usize,
+    pub min_lossy_epochs: u32,
+    pub flows_per_host: u32,
+    pub pathbf: PathBfParams,
+}
+
+impl Default for SimulateOptions {
+    fn default() -> Self {
+        Self {
+            topology: "fattree:4".into(),
+            faults: "random:10%".into(),
+            epochs: 10,
+            seed: 1,
+            selection: SelectionParams::default(),
+            eta: 16,
+            groups: 5,
+            quantile_groups: false,
+            floor: 0.001,
+            monitors: None,
+            noise: 0.0,
+            epoch: Duration::from_millis(100),
+            window: 5,
+            min_lossy_epochs: 1,
+            flows_per_host: SimConfig::default().traffic.flows_per_host,
+            pathbf: PathBfParams::default(),
+        }
+    }
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct FaultReport {
+    pub link: [String; 2],
+    pub loss: f64,
+}
+
+/// The `--json` document.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SimulationResult {
+    pub topology: String,
+    pub seed: u64,
+    pub faults: Vec<FaultReport>,
+    pub epochs: Vec<EpochReport>,
+    pub summary: Summary,
+}
+
+/// Runs a simulation; `on_epoch` sees each report as it is made.
+pub fn run(
+    opts: &SimulateOptions,
+    mut on_epoch: impl FnMut(&EpochReport),
+) -> Result<SimulationResult> {
+    let topo = load_topology(&opts.topology, opts.monitors)?;
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
+    let faults = load_faults(&opts.faults, &topo, &mut rng)?;
+    let loss = loss_vector(&topo, &faults, opts.noise, &mut rng);
+    let prep = prepare(topo, opts.pathbf)?;
+    let sim_cfg = SimConfig {
+        eta: opts.eta,
+        seed: opts.seed,
+        traffic: canary_sim::TrafficConfig {
+            flows_per_host: opts.flows_per_host,
+            ..Default::default()
+        },
+        ..Default::default()
+    };
+    let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss, sim_cfg);
+    let mut canary = canary_core::localize::CanaryParams {
+        floor: opts.floor,
+        ..Default::default()
+    };
+    canary.groups = if opts.quantile_groups {
+        Grouping::Quantile(opts.groups)
+    } else {
+        Grouping::fixed_n(opts.groups, opts.floor)
+    };
+    let cfg = ControllerConfig {
+        epoch: opts.epoch,
+        drain: fabric.drain_time(),
+        window: opts.window,
+        min_lossy_epochs: opts.min_lossy_epochs,
+        selection: opts.selection,
+        canary,
+    };
+    let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
+    let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    let mut epochs = Vec::with_capacity(opts.epochs as usize);
+    rt.block_on(async {
+        ctl.start(&mut fabric).await;
+        for _ in 0..opts.epochs {
+            let r = ctl.run_epoch(&mut fabric).await;
+            on_epoch(&r);
+            epochs.push(r);
+        }
+    });
+    let summary = summarize(&ctl, &faults, epochs.len());
+    Ok(SimulationResult {
+        topology: ctl.topo.name.clone(),
+        seed: opts.seed,
+        faults: faults
+            .iter()
+            .map(|f| {
+                let [a, b] = ctl.topo.link_names(f.link);
+                FaultReport {
+                    link: [a.into(), b.into()],
+                    loss: f.loss,
+                }
+            })
+            .collect(),
+        epochs,
+        summary,
+    })
+}
+
+/// Localizes the whole run's counts at once (the most packets, the tightest estimates) and
+/// scores the verdict on directed links.
+pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
+    let topo = &ctl.topo;
+    let verdict = ctl.localizer().localize(topo, &ctl.run_observations());
+    let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
+    let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
+    let score = Score::of(&blamed, &truth, topo.links.len());
+    let stages = verdict
+        .stages
+        .iter()
+        .map(|s| Score::of(s, &truth, topo.links.len()))
+        .collect();
+    let report = |l: LinkIx, loss: f64| {
+        let [a, b] = topo.link_names(l);
+        LinkReport {
+            link: [a.into(), b.into()],
+            loss,
+            stage: None,
+        }
+    };
+    let missed = faults
+        .iter()
+        .filter(|f| !blamed.contains(&f.link))
+        .map(|f| report(f.link, f.loss))
+        .collect();
+    let false_positives = verdict
+        .blamed
+        .iter()
+        .filter(|b| !truth.contains(&b.link))
+        .map(|b| report(b.link, b.loss))
+        .collect();
+    Summary {
+        epochs,
+        blamed: ctl.link_reports(&verdict),
+        precision: score.precision,
+        recall: score.recall,
+        f1: score.f1,
+        tp: score.tp,
+        fp: score.fp,
+        fn_: score.fn_,
+        accuracy: score.accuracy,
+        stages,
+        missed,
+        false_positives,
+    }
+}
