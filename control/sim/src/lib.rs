@@ -1,1 +1,2 @@
 //! Simulated fabric.
+pub mod probes;
