@@ -64,7 +64,10 @@ mod tests {
             // Bounce: down links are the up links reversed.
             assert_eq!(p.links[3], t.reverse(p.links[0]));
             assert_eq!(p.links[2], t.reverse(p.links[1]));
-            assert_eq!(t.links[p.links[0] as usize].from, t.links[p.links[3] as usize].to);
+            assert_eq!(
+                t.links[p.links[0] as usize].from,
+                t.links[p.links[3] as usize].to
+            );
         }
     }
 

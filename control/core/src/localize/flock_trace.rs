@@ -156,7 +156,11 @@ impl FlockTrace {
             let mut it = raw.split_whitespace();
             let Some(op) = it.next() else { continue };
             let fields: Vec<&str> = it.collect();
-            let bad = |op: &'static str, expected: &'static str| TraceError::BadFields { line, op, expected };
+            let bad = |op: &'static str, expected: &'static str| TraceError::BadFields {
+                line,
+                op,
+                expected,
+            };
             let ints = |op: &'static str, expected: &'static str| {
                 fields
                     .iter()
@@ -181,7 +185,11 @@ impl FlockTrace {
                 "Failing_link" => {
                     if !trace.candidate_paths.is_empty() || !trace.flows.is_empty() {
                         let before = "FP and FID records";
-                        return Err(TraceError::OutOfOrder { line, op: "Failing_link", before });
+                        return Err(TraceError::OutOfOrder {
+                            line,
+                            op: "Failing_link",
+                            before,
+                        });
                     }
                     let expected = "`u v rate`";
                     let [u, v, r] = fields[..] else {
@@ -196,7 +204,11 @@ impl FlockTrace {
                 "FP" => {
                     if !trace.flows.is_empty() {
                         let before = "the first FID";
-                        return Err(TraceError::OutOfOrder { line, op: "FP", before });
+                        return Err(TraceError::OutOfOrder {
+                            line,
+                            op: "FP",
+                            before,
+                        });
                     }
                     trace.candidate_paths.push(path("FP")?);
                 }

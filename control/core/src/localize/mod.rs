@@ -16,10 +16,10 @@
 
 pub mod canary;
 pub mod cd;
-pub mod groups;
-pub mod netbouncer;
 pub mod flock;
 pub mod flock_trace;
+pub mod groups;
+pub mod netbouncer;
 
 #[cfg(test)]
 mod tests_canary;
@@ -33,9 +33,9 @@ pub use canary::{
     SegmentObs, StageSnapshot, SubProblem,
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
+pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
 pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
-pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};

@@ -301,9 +301,10 @@ impl Localizer for NetBouncer {
         let mut device_links = Vec::new();
         for &d in &report.bad_devices {
             let (mut sent, mut recv) = (0u64, 0u64);
-            for pp in input.iter().filter(|pp| {
-                pp.links.iter().any(|&l| topo.links[l as usize].from == d)
-            }) {
+            for pp in input
+                .iter()
+                .filter(|pp| pp.links.iter().any(|&l| topo.links[l as usize].from == d))
+            {
                 sent += u64::from(pp.sent);
                 recv += u64::from(pp.received.min(pp.sent));
             }

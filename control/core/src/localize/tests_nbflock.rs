@@ -67,7 +67,9 @@ fn flock_greedy_blames_the_link_with_losses() {
 
 #[test]
 fn flock_greedy_finds_nothing_on_clean_data() {
-    let flows: Vec<_> = (0..6).map(|l| flow(vec![vec![l, (l + 1) % 6]], 100, 0)).collect();
+    let flows: Vec<_> = (0..6)
+        .map(|l| flow(vec![vec![l, (l + 1) % 6]], 100, 0))
+        .collect();
     assert!(greedy(6, &flows, &FlockParams::default()).is_empty());
 }
 
@@ -104,7 +106,10 @@ fn flock_jle_delta_equals_full_recomputation() {
                 let full = log_likelihood(&flows, &in_h, &p) - base;
                 in_h[l] = false;
                 let jle = search.delta()[l];
-                assert!((jle - full).abs() < 1e-8 * (1.0 + full.abs()), "{jle} vs {full}");
+                assert!(
+                    (jle - full).abs() < 1e-8 * (1.0 + full.abs()),
+                    "{jle} vs {full}"
+                );
             }
             // Move to a random (not necessarily best) neighbour: JLE must hold for any H.
             let free: Vec<usize> = (0..n).filter(|&l| !in_h[l]).collect();
@@ -204,7 +209,10 @@ fn flock_trace_parses_the_documented_example_line_by_line() {
     assert_eq!((t.failing[0].from, t.failing[0].to), (44, 14));
     // 2. FP: candidate paths keyed by their end ToRs.
     assert_eq!(t.candidates(0, 1).count(), 1);
-    assert_eq!(t.candidates(32, 37).next().unwrap(), &vec![32, 0, 33, 68, 37]);
+    assert_eq!(
+        t.candidates(32, 37).next().unwrap(),
+        &vec![32, 0, 33, 68, 37]
+    );
     // 3. FID src dst src_tor dst_tor nbytes start_ms: hosts are >= 10000, so not a probe.
     let f = &t.flows[0];
     assert_eq!((f.src, f.dst, f.src_tor, f.dst_tor), (10118, 10005, 29, 1));
@@ -232,7 +240,10 @@ fn flock_trace_rejects_out_of_order_records() {
         FlockTrace::parse("SS 1.0 1 0 0\n"),
         Err(TraceError::NoFlow { line: 1, .. })
     ));
-    let long = format!("FP {}\n", (0..12).map(|i| i.to_string()).collect::<Vec<_>>().join(" "));
+    let long = format!(
+        "FP {}\n",
+        (0..12).map(|i| i.to_string()).collect::<Vec<_>>().join(" ")
+    );
     assert!(matches!(
         FlockTrace::parse(&long),
         Err(TraceError::PathTooLong { links: 11, .. })
