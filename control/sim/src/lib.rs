@@ -11,6 +11,7 @@
 //! It does not localize anything.
 
 pub mod fabric;
+pub mod probes;
 pub mod traffic;
 
 pub use fabric::{SimConfig, SimFabric, SimStats};

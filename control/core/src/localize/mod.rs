@@ -7,28 +7,37 @@
 //!   already-blamed links removed), the single-CD NetBouncer baseline, and a rayon driver over
 //!   independent sub-problems.
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
+//! * [`netbouncer`]: NetBouncer (DFD + CD on undirected links) and NetBouncer-stage over bounce
+//!   probes; [`flock`]: Flock's greedy MLE with JLE; [`flock_trace`]: Flock's trace text format.
 //!
 //! What this module does NOT do: build sub-problems from meters or topologies (links and
 //! segments are plain indices here; the topology layer names them), filter noise across epochs
-//! (the `n`/`n′` rule), detect faulty devices (NetBouncer's DFD), or time anything.
+//! (the `n`/`n′` rule), or time anything.
 
 pub mod canary;
 pub mod cd;
+pub mod flock;
+pub mod flock_trace;
 pub mod groups;
 pub mod segments;
+pub mod netbouncer;
 
 #[cfg(test)]
 mod tests_canary;
 #[cfg(test)]
 mod tests_cd;
+#[cfg(test)]
+mod tests_nbflock;
 
 pub use canary::{
     estimate_losses, localize_all, multi_stage, single_cd, Blame, CanaryParams, Diagnosis,
     SegmentObs, StageSnapshot, SubProblem,
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
+pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
 pub use segments::{Canary, CdOnSegments};
+pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};
