@@ -7,6 +7,8 @@
 //!   already-blamed links removed), the single-CD NetBouncer baseline, and a rayon driver over
 //!   independent sub-problems.
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
+//! * [`zero07`]: 007's voting over traced retransmitting flows and its Algorithm 1.
+//! * [`detector`]: deTector's probe-matrix construction (PMC) and a reconstructed PLL.
 //!
 //! What this module does NOT do: build sub-problems from meters or topologies (links and
 //! segments are plain indices here; the topology layer names them), filter noise across epochs
@@ -14,19 +16,29 @@
 
 pub mod canary;
 pub mod cd;
+pub mod detector;
 pub mod groups;
+pub mod zero07;
 
 #[cfg(test)]
 mod tests_canary;
 #[cfg(test)]
 mod tests_cd;
+#[cfg(test)]
+mod tests_detector;
+#[cfg(test)]
+mod tests_zero07;
 
 pub use canary::{
     estimate_losses, localize_all, multi_stage, single_cd, Blame, CanaryParams, Diagnosis,
     SegmentObs, StageSnapshot, SubProblem,
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
+pub use detector::{
+    probe_matrix, Detector, DetectorParams, PathProbe, PmcParams, ProbeMatrix, SetCount,
+};
 pub use groups::{map_success, Grouping, Mapping};
+pub use zero07::{FlowReport007, VoteTotal, Zero07, Zero07Params};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};
