@@ -1,1 +1,3 @@
 //! Simulated fabric.
+pub mod pm_probes;
+pub mod tcp007;
