@@ -48,34 +48,14 @@ pub struct MeterSnapshot {
 #[derive(Clone, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RuleOp {
     /// DSM table: count packets of `flow` arriving with `path_bf` (and an upstream mark).
-    InstallDsm {
-        switch: SwitchIx,
-        flow: FlowId,
-        path_bf: u32,
-    },
-    RemoveDsm {
-        switch: SwitchIx,
-        flow: FlowId,
-        path_bf: u32,
-    },
+    InstallDsm { switch: SwitchIx, flow: FlowId, path_bf: u32 },
+    RemoveDsm { switch: SwitchIx, flow: FlowId, path_bf: u32 },
     /// USM table: count and mark outgoing packets of `flow`.
-    InstallUsm {
-        switch: SwitchIx,
-        flow: FlowId,
-    },
-    RemoveUsm {
-        switch: SwitchIx,
-        flow: FlowId,
-    },
+    InstallUsm { switch: SwitchIx, flow: FlowId },
+    RemoveUsm { switch: SwitchIx, flow: FlowId },
     /// HH table: report heavy flows arriving with `path_bf` that the DSM does not count.
-    InstallHh {
-        switch: SwitchIx,
-        path_bf: u32,
-    },
-    RemoveHh {
-        switch: SwitchIx,
-        path_bf: u32,
-    },
+    InstallHh { switch: SwitchIx, path_bf: u32 },
+    RemoveHh { switch: SwitchIx, path_bf: u32 },
 }
 
 impl RuleOp {
@@ -90,10 +70,7 @@ impl RuleOp {
         }
     }
     pub fn is_install(&self) -> bool {
-        matches!(
-            self,
-            RuleOp::InstallDsm { .. } | RuleOp::InstallUsm { .. } | RuleOp::InstallHh { .. }
-        )
+        matches!(self, RuleOp::InstallDsm { .. } | RuleOp::InstallUsm { .. } | RuleOp::InstallHh { .. })
     }
 }
 
