@@ -11,7 +11,9 @@
 //! It does not localize anything.
 
 pub mod fabric;
+pub mod pm_probes;
 pub mod probes;
+pub mod tcp007;
 pub mod traffic;
 
 pub use fabric::{SimConfig, SimFabric, SimStats};

@@ -9,6 +9,8 @@
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
 //! * [`netbouncer`]: NetBouncer (DFD + CD on undirected links) and NetBouncer-stage over bounce
 //!   probes; [`flock`]: Flock's greedy MLE with JLE; [`flock_trace`]: Flock's trace text format.
+//! * [`zero07`]: 007's voting over traced retransmitting flows and its Algorithm 1.
+//! * [`detector`]: deTector's probe-matrix construction (PMC) and a reconstructed PLL.
 //!
 //! What this module does NOT do: build sub-problems from meters or topologies (links and
 //! segments are plain indices here; the topology layer names them), filter noise across epochs
@@ -16,28 +18,38 @@
 
 pub mod canary;
 pub mod cd;
+pub mod detector;
 pub mod flock;
 pub mod flock_trace;
 pub mod groups;
-pub mod segments;
 pub mod netbouncer;
+pub mod segments;
+pub mod zero07;
 
 #[cfg(test)]
 mod tests_canary;
 #[cfg(test)]
 mod tests_cd;
 #[cfg(test)]
+mod tests_detector;
+#[cfg(test)]
 mod tests_nbflock;
+#[cfg(test)]
+mod tests_zero07;
 
 pub use canary::{
     estimate_losses, localize_all, multi_stage, single_cd, Blame, CanaryParams, Diagnosis,
     SegmentObs, StageSnapshot, SubProblem,
 };
 pub use cd::{cd_update, CdParams, CdProblem, CdSolution};
+pub use detector::{
+    probe_matrix, Detector, DetectorParams, PathProbe, PmcParams, ProbeMatrix, SetCount,
+};
 pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
-pub use segments::{Canary, CdOnSegments};
 pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
+pub use segments::{Canary, CdOnSegments};
+pub use zero07::{FlowReport007, VoteTotal, Zero07, Zero07Params};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};
