@@ -84,9 +84,12 @@ struct SimulateArgs {
     /// n′: epochs of the window a segment must lose packets in to count as lossy.
     #[arg(long, default_value_t = 1)]
     min_lossy_epochs: u32,
-    /// Concurrent flows per host in the simulated traffic.
-    #[arg(long, default_value_t = 200)]
-    flows_per_host: u32,
+    /// Long, fast flows each simulated host keeps open.
+    #[arg(long, default_value_t = 80)]
+    elephants_per_host: u32,
+    /// Short flows each simulated host keeps open.
+    #[arg(long, default_value_t = 120)]
+    mice_per_host: u32,
     /// Write the whole run as JSON.
     #[arg(long)]
     json: Option<String>,
@@ -162,7 +165,8 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
         epoch: Duration::from_millis(a.epoch_ms),
         window: a.window,
         min_lossy_epochs: a.min_lossy_epochs,
-        flows_per_host: a.flows_per_host,
+        elephants_per_host: a.elephants_per_host,
+        mice_per_host: a.mice_per_host,
         pathbf: PathBfParams::default(),
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);

@@ -32,7 +32,8 @@ pub struct SimulateOptions {
     pub epoch: Duration,
     pub window: usize,
     pub min_lossy_epochs: u32,
-    pub flows_per_host: u32,
+    pub elephants_per_host: u32,
+    pub mice_per_host: u32,
     pub pathbf: PathBfParams,
 }
 
@@ -53,7 +54,8 @@ impl Default for SimulateOptions {
             epoch: Duration::from_millis(100),
             window: 5,
             min_lossy_epochs: 1,
-            flows_per_host: SimConfig::default().traffic.flows_per_host,
+            elephants_per_host: SimConfig::default().traffic.elephants.flows_per_host,
+            mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
             pathbf: PathBfParams::default(),
         }
     }
@@ -85,15 +87,9 @@ pub fn run(
     let faults = load_faults(&opts.faults, &topo, &mut rng)?;
     let loss = loss_vector(&topo, &faults, opts.noise, &mut rng);
     let prep = prepare(topo, opts.pathbf)?;
-    let sim_cfg = SimConfig {
-        eta: opts.eta,
-        seed: opts.seed,
-        traffic: canary_sim::TrafficConfig {
-            flows_per_host: opts.flows_per_host,
-            ..Default::default()
-        },
-        ..Default::default()
-    };
+    let mut sim_cfg = SimConfig { eta: opts.eta, seed: opts.seed, ..Default::default() };
+    sim_cfg.traffic.elephants.flows_per_host = opts.elephants_per_host;
+    sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
     let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss, sim_cfg);
     let mut canary = canary_core::localize::CanaryParams {
         floor: opts.floor,

@@ -134,7 +134,8 @@ pub trait Fabric {
     async fn wait(&mut self, d: Duration);
     /// Makes every monitor count and mark in `parity` from now on.
     async fn set_parity(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<()>)>;
-    /// Reads, then clears, the `parity` instance of every monitor's USM and DSM.
+    /// Reads, then clears, the `parity` instance of every monitor's USM and DSM; also clears
+    /// HashPipe, so heavy hitters are those of the last epoch, not of all time.
     async fn harvest(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)>;
     /// Applies rule changes in order; returns the ones that failed.
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;

@@ -256,52 +256,49 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
     }
 }
 
-/// Reassigns switch IDs until every segment decodes (at most `max_rounds` passes). Each pass
-/// gives a new ID to one intermediate switch of every undecodable segment, as the paper suggests
+/// Reassigns switch IDs until every segment decodes (at most `max_rounds` passes). For every
+/// group of segments into one switch that share a pathBF value, each segment but the first gets
+/// a new ID for one of its switches that the first does not contain, as the paper suggests
 /// ("use the second largest MAC address"). Returns the final audit with the changes listed.
-pub fn repair(
-    topo: &mut Topology,
-    segments: &Segments,
-    params: PathBfParams,
-    max_rounds: u32,
-) -> Audit {
+pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, max_rounds: u32) -> Audit {
     let mut reassigned = Vec::new();
     let mut used: std::collections::HashSet<u32> = topo.switches.iter().map(|s| s.id).collect();
     for round in 0..max_rounds {
-        let a = audit(topo, segments, params);
-        if a.undecodable.is_empty() {
-            return Audit { reassigned, ..a };
+        let codec = PathBfCodec::new(topo, segments, params);
+        let mut groups: Vec<&Vec<SegmentId>> = codec.decode.values().filter(|g| g.len() > 1).collect();
+        if groups.is_empty() {
+            break;
         }
+        groups.sort();
         let mut changed = std::collections::HashSet::new();
-        for &seg in &a.undecodable {
-            let sw = &segments.get(seg).switches;
-            // Prefer an intermediate switch; a one-hop segment can only change its upstream.
-            let victim = if sw.len() > 2 {
-                sw[1 + (seg as usize + round as usize) % (sw.len() - 2)]
-            } else {
-                sw[0]
-            };
-            if !changed.insert(victim) {
-                continue;
-            }
-            let old = topo.switches[victim as usize].id;
-            let mut salt = round;
-            let new = loop {
-                let name = format!("{}#{}", topo.switches[victim as usize].name, salt);
-                let id = crate::sketch::hash::crc32(name.as_bytes());
-                if used.insert(id) {
-                    break id;
+        for group in groups {
+            let first = &segments.get(group[0]).switches;
+            for &seg in &group[1..] {
+                let sw = &segments.get(seg).switches;
+                let differing: Vec<SwitchIx> =
+                    sw[..sw.len() - 1].iter().copied().filter(|s| !first.contains(s)).collect();
+                let Some(&victim) = differing.get(round as usize % differing.len().max(1)) else {
+                    continue;
+                };
+                if !changed.insert(victim) {
+                    continue;
                 }
-                salt += 1000;
-            };
-            topo.switches[victim as usize].id = new;
-            reassigned.push((victim, old, new));
+                let old = topo.switches[victim as usize].id;
+                let mut salt = round;
+                let new = loop {
+                    let name = format!("{}#{}", topo.switches[victim as usize].name, salt);
+                    let id = crate::sketch::hash::crc32(name.as_bytes());
+                    if used.insert(id) {
+                        break id;
+                    }
+                    salt += 1000;
+                };
+                topo.switches[victim as usize].id = new;
+                reassigned.push((victim, old, new));
+            }
         }
     }
-    Audit {
-        reassigned,
-        ..audit(topo, segments, params)
-    }
+    Audit { reassigned, ..audit(topo, segments, params) }
 }
 
 #[cfg(test)]

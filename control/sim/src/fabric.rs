@@ -86,11 +86,14 @@ impl SwitchState {
 struct Flow {
     id: FlowId,
     h: FlowHashes,
+    host: u32,
     slot: u32,
     path: Vec<SwitchIx>,
     links: Vec<LinkIx>,
     remaining: u64,
+    /// Steady-state window, current window (slow start doubles it each RTT), left in this burst.
     burst: u32,
+    window: u32,
     burst_left: u32,
     burst_period_ns: u64,
     line_gap_ns: u64,
@@ -128,8 +131,8 @@ pub struct SimFabric {
     free: Vec<u32>,
     by_id: HashMap<FlowId, u32>,
     next_send: BinaryHeap<Reverse<(u64, u32)>>,
-    /// Slots waiting to open a new flow: (time, host).
-    idle_slots: BinaryHeap<Reverse<(u64, u32)>>,
+    /// Slots waiting to open a new flow: (time, host, slot).
+    idle_slots: BinaryHeap<Reverse<(u64, u32, u32)>>,
     pending: Vec<Packet>,
     reports: Vec<HhReport>,
     reported: HashSet<(SwitchIx, FlowId)>,
@@ -179,12 +182,10 @@ impl SimFabric {
             .collect();
         let mut idle_slots = BinaryHeap::new();
         for host in 0..topo.hosts.len() as u32 {
-            for _ in 0..cfg.traffic.flows_per_host {
+            for slot in 0..cfg.traffic.slots_per_host() {
                 // Stagger the first flows over one RTT so bursts do not line up.
-                idle_slots.push(Reverse((
-                    rng.random_range(0..cfg.traffic.rtt_ns.max(1)),
-                    host,
-                )));
+                let t = rng.random_range(0..cfg.traffic.rtt_ns.max(1));
+                idle_slots.push(Reverse((t, host, slot)));
             }
         }
         let routing = Routing::new(&topo);
@@ -239,7 +240,7 @@ impl SimFabric {
         self.switches[s as usize].down = down;
     }
 
-    fn open_flow(&mut self, host: u32, t: u64) {
+    fn open_flow(&mut self, host: u32, slot: u32, t: u64) {
         let hosts = self.topo.hosts.len() as u32;
         let src_sw = self.topo.hosts[host as usize].switch;
         let dst = loop {
@@ -267,16 +268,18 @@ impl SimFabric {
             .windows(2)
             .map(|w| self.topo.link(w[0], w[1]).unwrap())
             .collect();
-        let shape = self.cfg.traffic.draw(&mut self.rng);
+        let shape = self.cfg.traffic.draw(self.cfg.traffic.class(slot), &mut self.rng);
         let mut flow = Flow {
             id,
             h,
-            slot: host,
+            host,
+            slot,
             path,
             links,
             remaining: shape.packets,
             burst: shape.burst,
-            burst_left: shape.burst,
+            window: shape.first_burst,
+            burst_left: shape.first_burst,
             burst_period_ns: shape.burst_period_ns,
             line_gap_ns: self.cfg.traffic.line_gap_ns,
             burst_start: t,
@@ -314,8 +317,8 @@ impl SimFabric {
                 break;
             }
             if next_open <= next_pkt {
-                let Reverse((t, host)) = self.idle_slots.pop().unwrap();
-                self.open_flow(host, t);
+                let Reverse((t, host, slot)) = self.idle_slots.pop().unwrap();
+                self.open_flow(host, slot, t);
                 continue;
             }
             let Reverse((t, fi)) = self.next_send.pop().unwrap();
@@ -335,15 +338,16 @@ impl SimFabric {
                 let next = if f.burst_left > 0 {
                     t + f.line_gap_ns
                 } else {
-                    f.burst_left = f.burst;
+                    f.window = (f.window * 2).min(f.burst);
+                    f.burst_left = f.window;
                     f.burst_start += f.burst_period_ns;
                     f.burst_start.max(t + f.line_gap_ns)
                 };
                 self.next_send.push(Reverse((next, fi)));
             } else {
-                let slot = f.slot;
+                let (host, slot) = (f.host, f.slot);
                 let when = t + self.cfg.traffic.think(&mut self.rng);
-                self.idle_slots.push(Reverse((when, slot)));
+                self.idle_slots.push(Reverse((when, host, slot)));
             }
             if !self.walk(&mut p, until) {
                 self.pending.push(p);
@@ -522,6 +526,7 @@ impl Fabric for SimFabric {
             };
             sw.usm[i].reset();
             sw.dsm[i].reset();
+            sw.hashpipe.reset();
             out.push((s as SwitchIx, Ok(snap)));
         }
         out

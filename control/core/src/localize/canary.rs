@@ -122,6 +122,7 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     let weight: Vec<f64> = sub.segments.iter().map(|s| s.sent).collect();
     let grp = groups::assign(&success, &params.groups, params.floor);
     let cd_params = params.cd_params();
+    let ceiling = ceilings(sub, params.lambda);
 
     let mut frozen: Vec<Option<f64>> = vec![None; sub.n_links];
     let mut stage_of: Vec<(u32, usize)> = Vec::new();
@@ -129,12 +130,12 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     let mut y = vec![1.0; success.len()];
     for (g, &(a, b)) in grp.range.iter().enumerate() {
         let mut any = false;
-        for (yi, (&s, og)) in y.iter_mut().zip(success.iter().zip(&grp.of_segment)) {
+        for (si, (yi, (&s, og))) in y.iter_mut().zip(success.iter().zip(&grp.of_segment)).enumerate() {
             *yi = match *og {
                 Some(h) if h < g => 0.0,
                 Some(h) if h == g => {
                     any = true;
-                    groups::map_success(s, a, b, params.mapping)
+                    groups::map_success(s, a, b, params.mapping) * ceiling_scale(&ceiling, si)
                 }
                 _ => 1.0,
             };
@@ -173,6 +174,33 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         .map(|(&(link, stage), loss)| Blame { link, stage, loss })
         .collect();
     Diagnosis { blamed, stages }
+}
+
+/// The top of each segment's mapped range. The paper maps every group to [0, 0.8] so that CD
+/// works in its "comfort zone"; but CD with regulariser λ blames a link seen on n segments only
+/// when their mean y′ is below `1 − λ/(2n)` (the coordinate update's fixed point), so on small
+/// fabrics, where a link lies on two or three segments, 0.8 is too high and no mapped loss can
+/// ever be blamed. Our decision: a segment's ceiling is `min(0.8, 1 − λ/(2n) − 0.05)` with n the
+/// fewest observed segments through any of its links. On a k = 8 fat-tree every link lies on at
+/// least four segments and the ceiling is the paper's 0.8.
+fn ceilings(sub: &SubProblem, lambda: f64) -> Vec<f64> {
+    let mut per_link = vec![0u32; sub.n_links];
+    for s in &sub.segments {
+        for &l in &s.links {
+            per_link[l as usize] += 1;
+        }
+    }
+    sub.segments
+        .iter()
+        .map(|s| {
+            let n = s.links.iter().map(|&l| per_link[l as usize]).min().unwrap_or(1).max(1);
+            (1.0 - lambda / (2.0 * n as f64) - 0.05).clamp(0.05, groups::MAPPED_TOP)
+        })
+        .collect()
+}
+
+fn ceiling_scale(ceiling: &[f64], segment: usize) -> f64 {
+    ceiling[segment] / groups::MAPPED_TOP
 }
 
 /// NetBouncer's plain CD once on the raw success rates (the baseline). Blames every link with

@@ -7,10 +7,14 @@
 //! count the two are swapped (the resident is carried on); otherwise the carry moves on unchanged.
 //! The carry is dropped after the last stage.
 //!
-//! **Our decision on the reported count:** [`HashPipe::update`] returns the count of the packet's
-//! own flow in stage 0 after the update. Stage 0 is the only stage that sees the packet's own key
-//! in a pipeline that accesses each register once per packet, so this is the `meta.hh_count` the
-//! HH table compares with η. It may under-estimate a flow whose count is split across stages.
+//! **Our decision on the reported count** (`meta.hh_count`, what the HH table compares with η):
+//! when stage 0 holds the packet's own flow (a hit), nothing is carried, so stages 1 and 2 are
+//! free to *read* the packet's own key at its own index; the count is the sum of the flow's
+//! entries in all stages: what HashPipe retains for it (the paper: "the flow's packet count
+//! retained by the HashPipe"). On a stage-0 miss the stages are busy with the carried key and the
+//! count is 1. Each register is still accessed once per packet. Summing matters: a heavy flow
+//! sharing its stage-0 slot with others is evicted between its bursts, and its history
+//! accumulates in the later stages; stage 0 alone would only measure burst length.
 
 use super::error::{check_pow2, check_range, SketchConfigError};
 use super::hash::{hashpipe_index, log2, FlowHashes};
@@ -117,14 +121,22 @@ impl HashPipe {
         stage * entries + hashpipe_index(h, stage, entries, meter_width)
     }
 
-    /// Processes one packet of `flow` (whose hashes are `h`); returns the flow's stage-0 count
-    /// after the update (see the module doc).
+    /// Processes one packet of `flow` (whose hashes are `h`); returns the count HashPipe retains
+    /// for the flow on a stage-0 hit, 1 on a miss (see the module doc).
     pub fn update(&mut self, flow: &FlowId, h: FlowHashes) -> u32 {
         let first = self.pos(h, 0);
         let (own, mut carry) = match self.slots[first] {
             Some(ref mut s) if s.flow == *flow => {
                 s.count = s.count.wrapping_add(1);
-                return s.count;
+                let mut total = s.count;
+                for stage in 1..self.config.stages {
+                    if let Some(r) = self.slots[self.pos(h, stage)] {
+                        if r.flow == *flow {
+                            total = total.wrapping_add(r.count);
+                        }
+                    }
+                }
+                return total;
             }
             resident => {
                 self.slots[first] = Some(HashPipeSlot {

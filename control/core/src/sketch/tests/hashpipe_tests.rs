@@ -107,3 +107,19 @@ fn default_pipe_finds_heavy_hitters() {
     let found = heavy.iter().filter(|f| hp.estimate(f) >= 50).count();
     assert!(found >= 9, "{found} of 10 heavy hitters retained");
 }
+
+#[test]
+fn a_hit_reports_the_flows_count_across_stages() {
+    // Two flows sharing stage-0 slot 0 of a 3 x 1 pipe: runs of `a` are evicted by `b` into
+    // stage 1, where they accumulate; a later hit on `a` reports stage 0 + stage 1.
+    let mut hp = HashPipe::new(HashPipeConfig::new(3, 1, 1024).unwrap()).unwrap();
+    let (a, b) = (flow(1), flow(2));
+    let (ha, hb) = (FlowHashes::of(&a), FlowHashes::of(&b));
+    for _ in 0..5 {
+        hp.update(&a, ha);
+    }
+    assert_eq!(hp.update(&b, hb), 1, "a miss reports 1");
+    hp.update(&a, ha); // a back in stage 0 with 1; b carried into stage 2 or dropped
+    assert_eq!(hp.update(&a, ha), 2 + 5, "stage 0 (2) + stage 1 (5)");
+    assert_eq!(hp.estimate(&a), 7);
+}
