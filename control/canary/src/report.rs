@@ -83,6 +83,8 @@ pub struct Summary {
     pub stages: Vec<Score>,
     pub missed: Vec<LinkReport>,
     pub false_positives: Vec<LinkReport>,
+    /// Time to localize the whole run's observations.
+    pub localize_ms: f64,
 }
 
 fn short(n: u64) -> String {

@@ -87,10 +87,14 @@ pub fn run(
     let faults = load_faults(&opts.faults, &topo, &mut rng)?;
     let loss = loss_vector(&topo, &faults, opts.noise, &mut rng);
     let prep = prepare(topo, opts.pathbf)?;
-    let mut sim_cfg = SimConfig { eta: opts.eta, seed: opts.seed, ..Default::default() };
+    let mut sim_cfg = SimConfig {
+        eta: opts.eta,
+        seed: opts.seed,
+        ..Default::default()
+    };
     sim_cfg.traffic.elephants.flows_per_host = opts.elephants_per_host;
     sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
-    let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss, sim_cfg);
+    let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss.clone(), sim_cfg);
     let mut canary = canary_core::localize::CanaryParams {
         floor: opts.floor,
         ..Default::default()
@@ -120,7 +124,7 @@ pub fn run(
         }
     });
     let summary = summarize(&ctl, &faults, epochs.len());
-    Ok(SimulationResult {
+    let result = SimulationResult {
         topology: ctl.topo.name.clone(),
         seed: opts.seed,
         faults: faults
@@ -135,6 +139,13 @@ pub fn run(
             .collect(),
         epochs,
         summary,
+    };
+    Ok(FullRun {
+        result,
+        observations: ctl.run_observations(),
+        topo: ctl.topo,
+        faults,
+        loss,
     })
 }
 
@@ -142,7 +153,9 @@ pub fn run(
 /// scores the verdict on directed links.
 pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
     let topo = &ctl.topo;
+    let t = std::time::Instant::now();
     let verdict = ctl.localizer().localize(topo, &ctl.run_observations());
+    let localize_ms = t.elapsed().as_secs_f64() * 1e3;
     let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
     let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
     let score = Score::of(&blamed, &truth, topo.links.len());
@@ -183,5 +196,6 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
         stages,
         missed,
         false_positives,
+        localize_ms,
     }
 }

@@ -260,12 +260,18 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
 /// group of segments into one switch that share a pathBF value, each segment but the first gets
 /// a new ID for one of its switches that the first does not contain, as the paper suggests
 /// ("use the second largest MAC address"). Returns the final audit with the changes listed.
-pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, max_rounds: u32) -> Audit {
+pub fn repair(
+    topo: &mut Topology,
+    segments: &Segments,
+    params: PathBfParams,
+    max_rounds: u32,
+) -> Audit {
     let mut reassigned = Vec::new();
     let mut used: std::collections::HashSet<u32> = topo.switches.iter().map(|s| s.id).collect();
     for round in 0..max_rounds {
         let codec = PathBfCodec::new(topo, segments, params);
-        let mut groups: Vec<&Vec<SegmentId>> = codec.decode.values().filter(|g| g.len() > 1).collect();
+        let mut groups: Vec<&Vec<SegmentId>> =
+            codec.decode.values().filter(|g| g.len() > 1).collect();
         if groups.is_empty() {
             break;
         }
@@ -275,8 +281,11 @@ pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, ma
             let first = &segments.get(group[0]).switches;
             for &seg in &group[1..] {
                 let sw = &segments.get(seg).switches;
-                let differing: Vec<SwitchIx> =
-                    sw[..sw.len() - 1].iter().copied().filter(|s| !first.contains(s)).collect();
+                let differing: Vec<SwitchIx> = sw[..sw.len() - 1]
+                    .iter()
+                    .copied()
+                    .filter(|s| !first.contains(s))
+                    .collect();
                 let Some(&victim) = differing.get(round as usize % differing.len().max(1)) else {
                     continue;
                 };
@@ -298,7 +307,10 @@ pub fn repair(topo: &mut Topology, segments: &Segments, params: PathBfParams, ma
             }
         }
     }
-    Audit { reassigned, ..audit(topo, segments, params) }
+    Audit {
+        reassigned,
+        ..audit(topo, segments, params)
+    }
 }
 
 #[cfg(test)]

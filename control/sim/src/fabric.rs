@@ -268,7 +268,10 @@ impl SimFabric {
             .windows(2)
             .map(|w| self.topo.link(w[0], w[1]).unwrap())
             .collect();
-        let shape = self.cfg.traffic.draw(self.cfg.traffic.class(slot), &mut self.rng);
+        let shape = self
+            .cfg
+            .traffic
+            .draw(self.cfg.traffic.class(slot), &mut self.rng);
         let mut flow = Flow {
             id,
             h,

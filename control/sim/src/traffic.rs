@@ -93,7 +93,9 @@ impl TrafficConfig {
     }
 
     pub fn draw(&self, class: &FlowClass, rng: &mut impl Rng) -> FlowShape {
-        let size: f64 = Pareto::new(class.size_min, class.size_shape).expect("valid Pareto").sample(rng);
+        let size: f64 = Pareto::new(class.size_min, class.size_shape)
+            .expect("valid Pareto")
+            .sample(rng);
         let packets = size.min(class.size_max).round().max(1.0) as u64;
         let rate = (rng.random_range(class.rate_min.ln()..=class.rate_max.ln())).exp();
         let burst = ((rate * self.rtt_ns as f64 / 1e9).round() as u32).clamp(1, self.max_burst);

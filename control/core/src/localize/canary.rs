@@ -130,7 +130,11 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     let mut y = vec![1.0; success.len()];
     for (g, &(a, b)) in grp.range.iter().enumerate() {
         let mut any = false;
-        for (si, (yi, (&s, og))) in y.iter_mut().zip(success.iter().zip(&grp.of_segment)).enumerate() {
+        for (si, (yi, (&s, og))) in y
+            .iter_mut()
+            .zip(success.iter().zip(&grp.of_segment))
+            .enumerate()
+        {
             *yi = match *og {
                 Some(h) if h < g => 0.0,
                 Some(h) if h == g => {
@@ -193,7 +197,13 @@ fn ceilings(sub: &SubProblem, lambda: f64) -> Vec<f64> {
     sub.segments
         .iter()
         .map(|s| {
-            let n = s.links.iter().map(|&l| per_link[l as usize]).min().unwrap_or(1).max(1);
+            let n = s
+                .links
+                .iter()
+                .map(|&l| per_link[l as usize])
+                .min()
+                .unwrap_or(1)
+                .max(1);
             (1.0 - lambda / (2.0 * n as f64) - 0.05).clamp(0.05, groups::MAPPED_TOP)
         })
         .collect()
