@@ -78,10 +78,23 @@ pub struct SimulationResult {
 }
 
 /// Runs a simulation; `on_epoch` sees each report as it is made.
-pub fn run(
-    opts: &SimulateOptions,
-    mut on_epoch: impl FnMut(&EpochReport),
-) -> Result<SimulationResult> {
+pub fn run(opts: &SimulateOptions, on_epoch: impl FnMut(&EpochReport)) -> Result<SimulationResult> {
+    Ok(run_full(opts, on_epoch)?.result)
+}
+
+/// A finished run with what other localizers need to be fed the same measurements.
+pub struct FullRun {
+    pub result: SimulationResult,
+    /// The topology as the run used it (switch IDs after the pathBF audit).
+    pub topo: canary_core::topo::Topology,
+    pub faults: Vec<Fault>,
+    /// Per-directed-link drop probabilities the simulator applied (faults plus noise).
+    pub loss: Vec<f64>,
+    /// Canary's segment observations over the whole run (what the summary localized).
+    pub observations: canary_core::detect::Observations,
+}
+
+pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) -> Result<FullRun> {
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let faults = load_faults(&opts.faults, &topo, &mut rng)?;
