@@ -101,7 +101,6 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let loss = loss_vector(&topo, &faults, opts.noise, &mut rng);
     let prep = prepare(topo, opts.pathbf)?;
     let mut sim_cfg = SimConfig {
-        eta: opts.eta,
         seed: opts.seed,
         ..Default::default()
     };
@@ -122,7 +121,10 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         drain: fabric.drain_time(),
         window: opts.window,
         min_lossy_epochs: opts.min_lossy_epochs,
-        selection: opts.selection,
+        selection: SelectionParams {
+            eta: opts.eta,
+            ..opts.selection
+        },
         canary,
     };
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);

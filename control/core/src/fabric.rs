@@ -67,10 +67,12 @@ pub enum RuleOp {
         switch: SwitchIx,
         flow: FlowId,
     },
-    /// HH table: report heavy flows arriving with `path_bf` that the DSM does not count.
+    /// HH table: report flows arriving with `path_bf` that the DSM does not count and whose
+    /// HashPipe count exceeds `eta`. Installing over an existing rule changes its `eta`.
     InstallHh {
         switch: SwitchIx,
         path_bf: u32,
+        eta: u32,
     },
     RemoveHh {
         switch: SwitchIx,

@@ -14,6 +14,10 @@
 //!   the DSM rule goes one epoch later, once its marked packets in flight have drained.
 //! * A segment holds at most `max_flows_per_segment` flows, so a segment whose traffic cannot
 //!   reach α does not grow its rules without bound.
+//! * Adaptive η: an HH rule that brought no report in a whole epoch while its segment stayed
+//!   short halves its η (down to 0, the paper's "random flows" setting). Heavy flows crossing a
+//!   very lossy link reach the downstream HashPipe thinned out and would otherwise never pass
+//!   η, leaving the worst segments unobserved. η returns to its base with the next new rule.
 
 use crate::detect::EpochDetection;
 use crate::fabric::{HhReport, RuleOp};
@@ -33,6 +37,9 @@ pub struct SelectionParams {
     pub delta: u32,
     pub max_flows_per_segment: u32,
     pub retire_after: u32,
+    /// HashPipe count a flow must exceed to be reported (Table III: 16).
+    pub eta: u32,
+    pub adaptive_eta: bool,
 }
 
 impl Default for SelectionParams {
@@ -44,8 +51,19 @@ impl Default for SelectionParams {
             delta: 20,
             max_flows_per_segment: 100,
             retire_after: 2,
+            eta: 16,
+            adaptive_eta: true,
         }
     }
+}
+
+#[derive(Clone, Copy, Debug)]
+struct HhRule {
+    /// Flows still to select.
+    remaining: u32,
+    eta: u32,
+    /// Reports it brought since the last epoch.
+    reports: u32,
 }
 
 #[derive(Clone, Debug)]
@@ -73,8 +91,8 @@ pub struct FlowSelector {
     params: SelectionParams,
     flows: HashMap<FlowId, Monitored>,
     per_segment: HashMap<SegmentId, u32>,
-    /// Active HH rules: flows still to select on each segment.
-    hh: HashMap<SegmentId, u32>,
+    /// Active HH rules by segment.
+    hh: HashMap<SegmentId, HhRule>,
     deferred: Vec<RuleOp>,
     pub stats: SelectionStats,
 }
@@ -126,11 +144,12 @@ impl FlowSelector {
                 ops.push(RuleOp::InstallUsm { switch, flow });
             }
         }
-        for &seg in self.hh.keys() {
+        for (&seg, rule) in &self.hh {
             if segments.get(seg).downstream() == switch {
                 ops.push(RuleOp::InstallHh {
                     switch,
                     path_bf: codec.segment_bf[seg as usize],
+                    eta: rule.eta,
                 });
             }
         }
@@ -182,9 +201,10 @@ impl FlowSelector {
             self.flows.insert(r.flow, m);
             *self.per_segment.entry(seg).or_default() += 1;
             self.stats.flows_added += 1;
-            let left = self.hh.get_mut(&seg).expect("checked above");
-            *left -= 1;
-            if *left == 0 {
+            let rule = self.hh.get_mut(&seg).expect("checked above");
+            rule.remaining -= 1;
+            rule.reports += 1;
+            if rule.remaining == 0 {
                 self.hh.remove(&seg);
                 ops.push(RuleOp::RemoveHh {
                     switch: s.downstream(),
@@ -239,17 +259,40 @@ impl FlowSelector {
         }
         for (i, seg) in segments.list.iter().enumerate() {
             let id = i as SegmentId;
-            if self.hh.contains_key(&id) || !answered.contains(&seg.downstream()) {
+            if !answered.contains(&seg.downstream()) {
                 continue;
             }
             let c = det.segments.get(&id).copied().unwrap_or_default();
-            let have = self.per_segment.get(&id).copied().unwrap_or(0);
             let short = c.sent < self.params.alpha || c.flows < self.params.beta;
+            let path_bf = codec.segment_bf[i];
+            if let Some(rule) = self.hh.get_mut(&id) {
+                if self.params.adaptive_eta && short && rule.reports == 0 && rule.eta > 0 {
+                    rule.eta /= 2;
+                    let eta = rule.eta;
+                    ops.push(RuleOp::InstallHh {
+                        switch: seg.downstream(),
+                        path_bf,
+                        eta,
+                    });
+                }
+                rule.reports = 0;
+                continue;
+            }
+            let have = self.per_segment.get(&id).copied().unwrap_or(0);
             if short && have < self.params.max_flows_per_segment {
-                self.hh.insert(id, self.params.delta);
+                let eta = self.params.eta;
+                self.hh.insert(
+                    id,
+                    HhRule {
+                        remaining: self.params.delta,
+                        eta,
+                        reports: 0,
+                    },
+                );
                 ops.push(RuleOp::InstallHh {
                     switch: seg.downstream(),
-                    path_bf: codec.segment_bf[i],
+                    path_bf,
+                    eta,
                 });
                 self.stats.hh_rules_installed += 1;
             }

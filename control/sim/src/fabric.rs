@@ -20,8 +20,6 @@ pub struct SimConfig {
     pub traffic: TrafficConfig,
     pub meters: MeterConfig,
     pub hashpipe: HashPipeConfig,
-    /// HH table threshold: report a packet whose HashPipe count exceeds η (Table III: 16).
-    pub eta: u32,
     /// Per-hop latency (serialisation, propagation, queueing), ns.
     pub hop_latency_ns: u64,
     /// A parity flip reaches each switch within this much time of the controller's command.
@@ -35,7 +33,6 @@ impl Default for SimConfig {
             traffic: TrafficConfig::default(),
             meters: MeterConfig::default(),
             hashpipe: HashPipeConfig::default(),
-            eta: 16,
             hop_latency_ns: 5_000,
             max_flip_skew_ns: 50_000,
             seed: 1,
@@ -62,7 +59,8 @@ struct SwitchState {
     /// DSM rules by flow: the pathBFs each matches.
     dsm_rules: HashMap<FlowId, Vec<u32>>,
     usm_rules: HashSet<FlowId>,
-    hh_rules: HashSet<u32>,
+    /// HH rules: pathBF → η.
+    hh_rules: HashMap<u32, u32>,
     parity: Parity,
     prev_parity: Parity,
     flip_at: u64,
@@ -166,7 +164,7 @@ impl SimFabric {
                 hashpipe: HashPipe::new(cfg.hashpipe).unwrap(),
                 dsm_rules: HashMap::new(),
                 usm_rules: HashSet::new(),
-                hh_rules: HashSet::new(),
+                hh_rules: HashMap::new(),
                 parity: Parity::Even,
                 prev_parity: Parity::Even,
                 flip_at: 0,
@@ -362,7 +360,6 @@ impl SimFabric {
     /// Moves a packet along its path until it is delivered or dropped (true) or its next hop
     /// lies beyond `until` (false).
     fn walk(&mut self, p: &mut Packet, until: u64) -> bool {
-        let eta = self.cfg.eta;
         let fi = p.flow as usize;
         loop {
             if p.t > until {
@@ -388,7 +385,9 @@ impl SimFabric {
                     }
                 } else {
                     let count = sw.hashpipe.update(&f.id, f.h);
-                    if count > eta && !sw.hh_rules.is_empty() && sw.hh_rules.contains(&p.bf) {
+                    if !sw.hh_rules.is_empty()
+                        && sw.hh_rules.get(&p.bf).is_some_and(|&eta| count > eta)
+                    {
                         if self.reported.insert((s, f.id)) {
                             self.reports.push(HhReport {
                                 switch: s,
@@ -571,8 +570,8 @@ impl Fabric for SimFabric {
                     sw.usm_rules.remove(&flow);
                     Some(flow)
                 }
-                RuleOp::InstallHh { path_bf, .. } => {
-                    sw.hh_rules.insert(path_bf);
+                RuleOp::InstallHh { path_bf, eta, .. } => {
+                    sw.hh_rules.insert(path_bf, eta);
                     None
                 }
                 RuleOp::RemoveHh { path_bf, .. } => {
