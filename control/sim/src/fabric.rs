@@ -385,17 +385,17 @@ impl SimFabric {
                     }
                 } else {
                     let count = sw.hashpipe.update(&f.id, f.h);
+                    // A digest is not re-sent for a flow until the controller has taken it.
                     if !sw.hh_rules.is_empty()
                         && sw.hh_rules.get(&p.bf).is_some_and(|&eta| count > eta)
+                        && self.reported.insert((s, f.id))
                     {
-                        if self.reported.insert((s, f.id)) {
-                            self.reports.push(HhReport {
-                                switch: s,
-                                flow: f.id,
-                                path_bf: p.bf,
-                            });
-                            self.stats.reports += 1;
-                        }
+                        self.reports.push(HhReport {
+                            switch: s,
+                            flow: f.id,
+                            path_bf: p.bf,
+                        });
+                        self.stats.reports += 1;
                     }
                 }
                 p.mark = 0;

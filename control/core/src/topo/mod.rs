@@ -105,7 +105,9 @@ pub enum TopologyError {
     SelfLoop(String),
     #[error("link [{0}, {1}] is listed twice")]
     DuplicateLink(String, String),
-    #[error("link [{0}, {1}] joins layers {2} and {3}: links must join adjacent layers")]
+    #[error(
+        "link [{0}, {1}] joins layers {2} and {3}: links must join the same or adjacent layers"
+    )]
     LayerSkip(String, String, u8, u8),
     #[error("switch `{0}` has hosts but is not in layer 0")]
     HostsAboveBottom(String),
@@ -149,7 +151,7 @@ impl Topology {
             if a == b {
                 return Err(TopologyError::SelfLoop(na.name.clone()));
             }
-            if na.layer.abs_diff(nb.layer) != 1 {
+            if na.layer.abs_diff(nb.layer) > 1 {
                 return Err(TopologyError::LayerSkip(
                     na.name.clone(),
                     nb.name.clone(),

@@ -1,0 +1,228 @@
+//! `canary simulate` as a user runs it: the binary, its report, its JSON, its errors.
+
+use serde_json::Value;
+use std::process::Command;
+
+fn canary(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(args)
+        .output()
+        .expect("runs canary")
+}
+
+fn json_of(args: &[&str]) -> Value {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("run.json");
+    let mut all: Vec<&str> = args.to_vec();
+    let p = path.to_str().unwrap().to_string();
+    all.extend(["--json", &p, "--quiet"]);
+    let out = canary(&all);
+    assert!(
+        out.status.success(),
+        "canary {args:?} failed: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
+#[test]
+fn default_run_prints_epochs_and_a_scored_summary() {
+    let out = canary(&["simulate", "--epochs", "4"]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert_eq!(
+        text.lines().filter(|l| l.starts_with("epoch ")).count(),
+        4,
+        "{text}"
+    );
+    assert!(text.contains("── summary over 4 epochs ──"), "{text}");
+    assert!(text.contains("precision") && text.contains("F1"), "{text}");
+}
+
+#[test]
+fn json_has_the_documented_shape_and_a_consistent_score() {
+    let v = json_of(&[
+        "simulate",
+        "--topology",
+        "fattree:4",
+        "--faults",
+        "random:10%",
+        "--epochs",
+        "6",
+        "--seed",
+        "3",
+    ]);
+    assert_eq!(v["topology"], "fattree:4");
+    assert_eq!(v["seed"], 3);
+    let faults = v["faults"].as_array().unwrap();
+    assert_eq!(
+        faults.len(),
+        6,
+        "10% of 32 undirected links, both directions"
+    );
+    assert_eq!(v["epochs"].as_array().unwrap().len(), 6);
+    let s = &v["summary"];
+    let blamed: Vec<(String, String)> = s["blamed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            (
+                b["link"][0].as_str().unwrap().into(),
+                b["link"][1].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let truth: Vec<(String, String)> = faults
+        .iter()
+        .map(|f| {
+            (
+                f["link"][0].as_str().unwrap().into(),
+                f["link"][1].as_str().unwrap().into(),
+            )
+        })
+        .collect();
+    let tp = blamed.iter().filter(|b| truth.contains(b)).count() as f64;
+    let precision = if blamed.is_empty() {
+        1.0
+    } else {
+        tp / blamed.len() as f64
+    };
+    let recall = tp / truth.len() as f64;
+    assert!((s["precision"].as_f64().unwrap() - precision).abs() < 1e-9);
+    assert!((s["recall"].as_f64().unwrap() - recall).abs() < 1e-9);
+    let f1 = s["f1"].as_f64().unwrap();
+    assert!(f1 >= 0.8, "k=4, 6 epochs: F1 {f1}");
+    // Every epoch after the first counted packets on the meters.
+    for e in &v["epochs"].as_array().unwrap()[1..] {
+        assert!(e["packets_counted"].as_u64().unwrap() > 10_000, "{e}");
+        assert_eq!(
+            e["anomalies"]["negative_loss"], 0,
+            "marked packets make loss exact"
+        );
+    }
+}
+
+#[test]
+fn fault_file_is_localized_exactly() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("faults.yaml");
+    std::fs::write(&f, "faults:\n  - {link: [agg1_1, core2], loss: 0.3}\n  - {link: [edge2_0, agg2_0], loss: 0.004}\n").unwrap();
+    let v = json_of(&["simulate", "--faults", f.to_str().unwrap(), "--epochs", "8"]);
+    let blamed: Vec<String> = v["summary"]["blamed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| {
+            format!(
+                "{}->{}",
+                b["link"][0].as_str().unwrap(),
+                b["link"][1].as_str().unwrap()
+            )
+        })
+        .collect();
+    assert_eq!(blamed.len(), 2, "{blamed:?}");
+    assert!(blamed.contains(&"agg1_1->core2".to_string()), "{blamed:?}");
+    assert!(
+        blamed.contains(&"edge2_0->agg2_0".to_string()),
+        "{blamed:?}"
+    );
+    let est = v["summary"]["blamed"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|b| b["link"][1] == "core2")
+        .unwrap();
+    let loss = est["loss"].as_f64().unwrap();
+    assert!((loss - 0.3).abs() < 0.02, "estimated {loss}");
+}
+
+#[test]
+fn healthy_fabric_blames_nothing_over_50_epochs() {
+    for noise in ["0", "1e-5"] {
+        let v = json_of(&[
+            "simulate", "--faults", "none", "--epochs", "50", "--noise", noise, "--seed", "5",
+        ]);
+        for e in v["epochs"].as_array().unwrap() {
+            assert!(
+                e["blamed"].as_array().unwrap().is_empty(),
+                "noise {noise}, epoch {}: {}",
+                e["epoch"],
+                e["blamed"]
+            );
+        }
+        assert!(
+            v["summary"]["blamed"].as_array().unwrap().is_empty(),
+            "noise {noise}"
+        );
+    }
+}
+
+#[test]
+fn malformed_topology_names_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("bad.yaml");
+    std::fs::write(&f, "name: x\nswitches:\n  - {name: a, layer: 0, hosts: 1}\n  - {name: b, layer: two}\nlinks: []\n").unwrap();
+    let out = canary(&["simulate", "--topology", f.to_str().unwrap()]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("bad.yaml: switches[1].layer"), "{err}");
+    std::fs::write(&f, "name: x\nswitches:\n  - {name: a, layer: 0, hosts: 1}\n  - {name: b, layer: 1}\nlinks:\n  - [a, c]\n").unwrap();
+    let err =
+        String::from_utf8_lossy(&canary(&["simulate", "--topology", f.to_str().unwrap()]).stderr)
+            .to_string();
+    assert!(
+        err.contains("bad.yaml: links[0]: link [a, c] names unknown switch `c`"),
+        "{err}"
+    );
+}
+
+#[test]
+fn malformed_fault_file_names_the_file_and_field() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f.yaml");
+    std::fs::write(&f, "faults:\n  - {link: [agg1_1, core0], loss: 0.3}\n").unwrap();
+    let err =
+        String::from_utf8_lossy(&canary(&["simulate", "--faults", f.to_str().unwrap()]).stderr)
+            .to_string();
+    assert!(
+        err.contains("f.yaml: faults[0].link: no link between `agg1_1` and `core0`"),
+        "{err}"
+    );
+    std::fs::write(&f, "faults:\n  - {link: [agg1_1, core2], los: 0.3}\n").unwrap();
+    let err =
+        String::from_utf8_lossy(&canary(&["simulate", "--faults", f.to_str().unwrap()]).stderr)
+            .to_string();
+    assert!(
+        err.contains("f.yaml: faults[0]") && err.contains("los"),
+        "{err}"
+    );
+}
+
+#[test]
+fn topology_files_in_the_repository_are_valid() {
+    let dir = concat!(env!("CARGO_MANIFEST_DIR"), "/../../topologies");
+    for entry in std::fs::read_dir(dir).unwrap() {
+        let path = entry.unwrap().path();
+        let out = canary(&["audit", "--topology", path.to_str().unwrap()]);
+        assert!(
+            out.status.success(),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(String::from_utf8_lossy(&out.stdout).contains("after repair: 0 undecodable"));
+    }
+    for k in [4, 8] {
+        let gen = canary(&["topology", &format!("fattree:{k}")]).stdout;
+        let file = std::fs::read(format!("{dir}/fattree-k{k}.yaml")).unwrap();
+        assert_eq!(
+            gen, file,
+            "topologies/fattree-k{k}.yaml is `canary topology fattree:{k}`"
+        );
+    }
+}
