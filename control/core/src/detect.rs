@@ -233,3 +233,235 @@ pub fn observations(
         .collect();
     Observations { segments }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fabric::Parity;
+    use crate::pathbf::PathBfParams;
+    use crate::sketch::{Dsm, MeterConfig, Usm};
+    use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Topology};
+
+    fn setup() -> (Topology, Segments, PathBfCodec) {
+        let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let r = Routing::new(&t);
+        let s = Segments::new(&t, &r);
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        (t, s, c)
+    }
+
+    fn flow(n: u32) -> FlowId {
+        FlowId {
+            src: 0x0a00_0002 + n,
+            dst: 0x0a03_0102,
+            proto: 6,
+            sport: 1000 + n as u16,
+            dport: 80,
+        }
+    }
+
+    fn snap(switch: SwitchIx) -> MeterSnapshot {
+        let cfg = MeterConfig::new(3, 64).unwrap();
+        MeterSnapshot {
+            switch,
+            parity: Parity::Even,
+            usm: Usm::new(cfg).unwrap(),
+            dsm: Dsm::new(cfg).unwrap(),
+        }
+    }
+
+    fn count(snap: &mut MeterSnapshot, f: FlowId, up: u32, down: Option<(u32, u32)>) {
+        let h = FlowHashes::of(&f);
+        if up > 0 {
+            snap.usm.update_n(&f, h, up);
+        }
+        if let Some((bf, n)) = down {
+            snap.dsm.update_n(&f, h, bf, n);
+        }
+    }
+
+    /// The paper's Fig. 4: the DSM at an edge switch against the USMs of the cores upstream.
+    /// f1 and f4 lose packets on their segments, f2 and f3 lose none, f5 has no clean USM bucket.
+    #[test]
+    fn papers_fig4_example() {
+        let (t, s, c) = setup();
+        let e = t.switch("edge3_1").unwrap();
+        let seg = |core: &str| {
+            let path = [
+                t.switch(core).unwrap(),
+                t.switch(if core == "core0" || core == "core1" {
+                    "agg3_0"
+                } else {
+                    "agg3_1"
+                })
+                .unwrap(),
+                e,
+            ];
+            s.find(&path).unwrap()
+        };
+        let (s17, s20) = (seg("core0"), seg("core3"));
+        let mut down = snap(e);
+        let mut c0 = snap(t.switch("core0").unwrap());
+        let mut c3 = snap(t.switch("core3").unwrap());
+        count(&mut c0, flow(1), 100, None);
+        count(
+            &mut down,
+            flow(1),
+            0,
+            Some((c.segment_bf[s17 as usize], 95)),
+        );
+        count(&mut c0, flow(2), 50, None);
+        count(
+            &mut down,
+            flow(2),
+            0,
+            Some((c.segment_bf[s17 as usize], 50)),
+        );
+        count(&mut c3, flow(4), 200, None);
+        count(
+            &mut down,
+            flow(4),
+            0,
+            Some((c.segment_bf[s20 as usize], 180)),
+        );
+        // f5 collides in every USM row with flows f6..: find flows sharing f5's buckets.
+        let f5 = flow(5);
+        count(&mut c3, f5, 40, None);
+        count(&mut down, f5, 0, Some((c.segment_bf[s20 as usize], 40)));
+        let h5 = FlowHashes::of(&f5);
+        let w = 64;
+        for row in 0..3 {
+            let target = crate::sketch::meter_index(h5, row, w);
+            let other = (100..100_000)
+                .map(flow)
+                .find(|f| crate::sketch::meter_index(FlowHashes::of(f), row, w) == target)
+                .unwrap();
+            c3.usm.update(&other, FlowHashes::of(&other));
+        }
+        let det = minus_meters(&s, &c, &[down, c0, c3]);
+        let by_flow: HashMap<FlowId, MmEntry> = det.entries.iter().map(|e| (e.flow, *e)).collect();
+        assert_eq!(
+            by_flow[&flow(1)],
+            MmEntry {
+                flow: flow(1),
+                segment: s17,
+                sent: 100,
+                lost: 5
+            }
+        );
+        assert_eq!(by_flow[&flow(2)].lost, 0);
+        assert_eq!(
+            by_flow[&flow(4)],
+            MmEntry {
+                flow: flow(4),
+                segment: s20,
+                sent: 200,
+                lost: 20
+            }
+        );
+        assert!(!by_flow.contains_key(&f5), "no clean USM bucket: dropped");
+        assert_eq!(det.anomalies.no_clean_usm, 1);
+        let obs = observations(
+            &s,
+            &{
+                let mut w = Window::new(1);
+                w.push(det.segments.clone());
+                w.totals()
+            },
+            1,
+        );
+        let y: HashMap<SegmentId, f64> = obs
+            .segments
+            .iter()
+            .map(|o| (o.segment, o.success))
+            .collect();
+        assert!(
+            (y[&s17] - 145.0 / 150.0).abs() < 1e-12,
+            "eq. 2 aggregates the segment's flows"
+        );
+        assert!((y[&s20] - 0.9).abs() < 1e-12);
+    }
+
+    #[test]
+    fn wrapped_usm_counter_still_gives_the_exact_loss() {
+        let (t, s, c) = setup();
+        let e = t.switch("edge3_1").unwrap();
+        let core = t.switch("core0").unwrap();
+        let sg = s.find(&[core, t.switch("agg3_0").unwrap(), e]).unwrap();
+        let (mut down, mut up) = (snap(e), snap(core));
+        // Upstream counted 2^32 + 5 packets (its register wrapped to 5); 8 were lost.
+        count(&mut up, flow(1), u32::MAX, None);
+        count(&mut up, flow(1), 6, None);
+        count(
+            &mut down,
+            flow(1),
+            0,
+            Some((c.segment_bf[sg as usize], u32::MAX - 2)),
+        );
+        let det = minus_meters(&s, &c, &[down, up]);
+        assert_eq!(det.entries[0].lost, 8);
+        assert_eq!(det.entries[0].sent, (1u64 << 32) + 5);
+    }
+
+    #[test]
+    fn unknown_pathbf_and_negative_loss_are_counted_not_used() {
+        let (t, s, c) = setup();
+        let e = t.switch("edge3_1").unwrap();
+        let core = t.switch("core0").unwrap();
+        let sg = s.find(&[core, t.switch("agg3_0").unwrap(), e]).unwrap();
+        let (mut down, mut up) = (snap(e), snap(core));
+        count(&mut down, flow(1), 0, Some((0xdead_beef, 10)));
+        count(&mut up, flow(2), 10, None);
+        count(&mut down, flow(2), 0, Some((c.segment_bf[sg as usize], 12)));
+        let det = minus_meters(&s, &c, &[down, up]);
+        assert!(det.entries.is_empty());
+        assert_eq!(det.anomalies.undecodable, 1);
+        assert_eq!(det.anomalies.negative_loss, 1);
+    }
+
+    #[test]
+    fn missing_upstream_switch_is_not_loss() {
+        let (t, s, c) = setup();
+        let e = t.switch("edge3_1").unwrap();
+        let sg = s
+            .find(&[t.switch("core0").unwrap(), t.switch("agg3_0").unwrap(), e])
+            .unwrap();
+        let mut down = snap(e);
+        count(&mut down, flow(1), 0, Some((c.segment_bf[sg as usize], 10)));
+        let det = minus_meters(&s, &c, &[down]);
+        assert!(det.segments.is_empty());
+        assert_eq!(det.anomalies.upstream_missing, 1);
+    }
+
+    #[test]
+    fn n_prime_filter_treats_rarely_lossy_segments_as_loss_free() {
+        let (_, s, _) = setup();
+        let mut w = Window::new(5);
+        for e in 0..5u64 {
+            let mut m = BTreeMap::new();
+            m.insert(
+                0,
+                SegmentCount {
+                    sent: 1000,
+                    lost: u64::from(e == 2),
+                    flows: 10,
+                },
+            );
+            m.insert(
+                1,
+                SegmentCount {
+                    sent: 1000,
+                    lost: 3,
+                    flows: 10,
+                },
+            );
+            w.push(m);
+        }
+        let obs = observations(&s, &w.totals(), 3);
+        assert_eq!(
+            obs.segments[0].success, 1.0,
+            "lost in 1 of 5 epochs < n' = 3"
+        );
+        assert!((obs.segments[1].success - (1.0 - 15.0 / 5000.0)).abs() < 1e-12);
+    }
+}

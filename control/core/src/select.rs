@@ -333,3 +333,184 @@ impl FlowSelector {
         ops
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::detect::{MmEntry, SegmentCount};
+    use crate::pathbf::PathBfParams;
+    use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Topology};
+
+    fn setup() -> (Topology, Segments, PathBfCodec, HashSet<SwitchIx>) {
+        let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let r = Routing::new(&t);
+        let s = Segments::new(&t, &r);
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let all = t.monitors().collect();
+        (t, s, c, all)
+    }
+
+    fn flow(n: u32) -> FlowId {
+        FlowId {
+            src: n,
+            dst: 7,
+            proto: 6,
+            sport: 1,
+            dport: 2,
+        }
+    }
+
+    fn params() -> SelectionParams {
+        SelectionParams {
+            delta: 2,
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn short_segments_get_hh_rules_and_reports_become_dsm_then_usm_rules() {
+        let (_, s, c, all) = setup();
+        let mut sel = FlowSelector::new(params());
+        let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        assert_eq!(ops.len(), s.len(), "every segment starts short");
+        assert!(ops
+            .iter()
+            .all(|o| matches!(o, RuleOp::InstallHh { eta: 16, .. })));
+        let seg = &s.list[0];
+        let bf = c.segment_bf[0];
+        let report = |n| HhReport {
+            switch: seg.downstream(),
+            flow: flow(n),
+            path_bf: bf,
+        };
+        let ops = sel.on_reports(&[report(1), report(1), report(2), report(3)], &s, &c);
+        assert_eq!(
+            ops,
+            vec![
+                RuleOp::InstallDsm {
+                    switch: seg.downstream(),
+                    flow: flow(1),
+                    path_bf: bf
+                },
+                RuleOp::InstallUsm {
+                    switch: seg.upstream(),
+                    flow: flow(1)
+                },
+                RuleOp::InstallDsm {
+                    switch: seg.downstream(),
+                    flow: flow(2),
+                    path_bf: bf
+                },
+                RuleOp::InstallUsm {
+                    switch: seg.upstream(),
+                    flow: flow(2)
+                },
+                RuleOp::RemoveHh {
+                    switch: seg.downstream(),
+                    path_bf: bf
+                },
+            ],
+            "duplicate and post-δ reports are ignored; the HH rule goes after δ = 2 flows"
+        );
+        assert_eq!(sel.monitored(), 2);
+        assert_eq!(sel.stats.reports_ignored, 2);
+    }
+
+    #[test]
+    fn idle_flows_lose_usm_first_and_dsm_one_epoch_later() {
+        let (_, s, c, all) = setup();
+        let mut sel = FlowSelector::new(params());
+        sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        let seg = &s.list[0];
+        let bf = c.segment_bf[0];
+        sel.on_reports(
+            &[HhReport {
+                switch: seg.downstream(),
+                flow: flow(1),
+                path_bf: bf,
+            }],
+            &s,
+            &c,
+        );
+        let mut seen = EpochDetection::default();
+        seen.entries.push(MmEntry {
+            flow: flow(1),
+            segment: 0,
+            sent: 10,
+            lost: 0,
+        });
+        seen.segments.insert(
+            0,
+            SegmentCount {
+                sent: 10,
+                lost: 0,
+                flows: 1,
+            },
+        );
+        sel.on_epoch(&seen, &all, &s, &c);
+        let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        assert!(
+            !ops.iter().any(|o| matches!(o, RuleOp::RemoveUsm { .. })),
+            "one idle epoch is tolerated"
+        );
+        let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        assert!(ops.contains(&RuleOp::RemoveUsm {
+            switch: seg.upstream(),
+            flow: flow(1)
+        }));
+        assert!(!ops.iter().any(|o| matches!(o, RuleOp::RemoveDsm { .. })));
+        assert_eq!(
+            sel.take_deferred(),
+            vec![RuleOp::RemoveDsm {
+                switch: seg.downstream(),
+                flow: flow(1),
+                path_bf: bf
+            }]
+        );
+    }
+
+    #[test]
+    fn a_flow_whose_switch_did_not_answer_is_not_idle() {
+        let (_, s, c, all) = setup();
+        let mut sel = FlowSelector::new(params());
+        sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        let seg = &s.list[0];
+        sel.on_reports(
+            &[HhReport {
+                switch: seg.downstream(),
+                flow: flow(1),
+                path_bf: c.segment_bf[0],
+            }],
+            &s,
+            &c,
+        );
+        let mut some = all.clone();
+        some.remove(&seg.upstream());
+        for _ in 0..5 {
+            sel.on_epoch(&EpochDetection::default(), &some, &s, &c);
+        }
+        assert_eq!(sel.monitored(), 1);
+    }
+
+    #[test]
+    fn hh_rules_without_reports_halve_eta_down_to_zero() {
+        let (_, s, c, all) = setup();
+        let mut sel = FlowSelector::new(params());
+        sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        let mut etas = Vec::new();
+        for _ in 0..6 {
+            let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+            let bf0 = c.segment_bf[0];
+            let sw0 = s.list[0].downstream();
+            etas.extend(ops.iter().filter_map(|o| match o {
+                RuleOp::InstallHh {
+                    switch,
+                    path_bf,
+                    eta,
+                } if *switch == sw0 && *path_bf == bf0 => Some(*eta),
+                _ => None,
+            }));
+        }
+        assert_eq!(etas, vec![8, 4, 2, 1, 0]);
+    }
+}
