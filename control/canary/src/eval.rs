@@ -383,6 +383,19 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                 let mut rng = stream(opts.sim.seed, STREAM_007);
                 let epoch =
                     simulate_epoch(&topo, &routing, &loss, &Tcp007Params::default(), &mut rng);
+                tracing::debug!(
+                    flows = epoch.reports.len(),
+                    bad = epoch
+                        .reports
+                        .iter()
+                        .filter(|f| f.retransmissions > 0)
+                        .count(),
+                    traced = epoch.traced,
+                    denied_host = epoch.denied_host,
+                    denied_switch = epoch.denied_switch,
+                    max_icmp = epoch.max_icmp,
+                    "007 epoch"
+                );
                 let (v, ms) = timed(&Zero07::default(), &topo, &epoch.reports);
                 score_verdict(&topo, &truth, &v, ms)
             }
