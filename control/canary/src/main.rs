@@ -134,6 +134,9 @@ struct EvalArgs {
     /// Bounce and probe-matrix probes per path.
     #[arg(long, default_value_t = 100)]
     probes: u32,
+    /// Background loss: every healthy link drops at a rate drawn from U(0, P).
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
     /// Canary: epochs to simulate.
     #[arg(long, default_value_t = 10)]
     epochs: u32,
@@ -252,6 +255,7 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
             epochs: a.epochs,
             seed: a.seed,
             groups: a.groups,
+            noise: a.noise,
             selection: SelectionParams {
                 alpha: a.alpha,
                 ..Default::default()
