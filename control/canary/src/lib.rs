@@ -2,6 +2,7 @@
 //! commands (`canary simulate`, `canary audit`, `canary topology`).
 
 pub mod controller;
+pub mod eval;
 pub mod report;
 pub mod setup;
 pub mod simulate;

@@ -1,6 +1,7 @@
 //! The `canary` command.
 
 use anyhow::{Context, Result};
+use canary::eval;
 use canary::report::{render_epoch, render_summary};
 use canary::setup::{load_topology, prepare};
 use canary::simulate::{self, SimulateOptions};
@@ -9,6 +10,7 @@ use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
+use std::path::PathBuf;
 use std::time::Duration;
 
 #[derive(Parser)]
@@ -26,6 +28,8 @@ struct Cli {
 enum Command {
     /// Run the full pipeline on a simulated fabric and score it against injected faults.
     Simulate(SimulateArgs),
+    /// Run every localizer of the papers on one simulated fabric and score them side by side.
+    Eval(EvalArgs),
     /// Check that every segment's pathBF decodes; reassign switch IDs where it does not.
     Audit(AuditArgs),
     /// Print a topology as YAML (e.g. `canary topology fattree:8 > k8.yaml`).
@@ -99,6 +103,55 @@ struct SimulateArgs {
 }
 
 #[derive(Args)]
+struct EvalArgs {
+    /// `fattree:K` or a YAML topology file.
+    #[arg(long, default_value = "fattree:8")]
+    topology: String,
+    /// A YAML fault file, `random:P%`, or `none`.
+    #[arg(long, default_value = "random:10%")]
+    faults: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Run every seed of an inclusive range (`1..10`) and print per-seed F1 and the mean.
+    #[arg(long)]
+    seeds: Option<String>,
+    /// Comma-separated: canary, canary-cd1, flock-canary, netbouncer, netbouncer-stage, flock,
+    /// 007, detector.
+    #[arg(
+        long,
+        default_value = "canary,netbouncer,netbouncer-stage,flock,007,detector"
+    )]
+    localizers: String,
+    /// Write the scored verdicts as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Canary: packets to count per segment and epoch.
+    #[arg(long, default_value_t = 1000)]
+    alpha: u64,
+    /// Canary: loss-rate groups (stages).
+    #[arg(long, default_value_t = 5)]
+    groups: usize,
+    /// Bounce and probe-matrix probes per path.
+    #[arg(long, default_value_t = 100)]
+    probes: u32,
+    /// Background loss: every healthy link drops at a rate drawn from U(0, P).
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    /// Canary: epochs to simulate.
+    #[arg(long, default_value_t = 10)]
+    epochs: u32,
+    /// Write the bounce probes in Flock's trace format.
+    #[arg(long)]
+    export_flock_trace: Option<PathBuf>,
+    /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
+    #[arg(long)]
+    flock_trace: Option<PathBuf>,
+    /// Draw per-stage precision, recall and F1 (the paper's Fig. 8) as SVG.
+    #[arg(long)]
+    svg: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct AuditArgs {
     #[arg(long, default_value = "fattree:4")]
     topology: String,
@@ -121,6 +174,7 @@ fn main() -> Result<()> {
     match cli.command {
         None => simulate_cmd(SimulateArgs::parse_from(["simulate"])),
         Some(Command::Simulate(a)) => simulate_cmd(a),
+        Some(Command::Eval(a)) => eval_cmd(a),
         Some(Command::Audit(a)) => audit_cmd(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
@@ -189,6 +243,69 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
     if let Some(path) = a.json {
         let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
+    }
+    Ok(())
+}
+
+fn eval_cmd(a: EvalArgs) -> Result<()> {
+    let mut opts = eval::EvalOptions {
+        sim: SimulateOptions {
+            topology: a.topology,
+            faults: a.faults,
+            epochs: a.epochs,
+            seed: a.seed,
+            groups: a.groups,
+            noise: a.noise,
+            selection: SelectionParams {
+                alpha: a.alpha,
+                ..Default::default()
+            },
+            ..Default::default()
+        },
+        localizers: eval::parse_kinds(&a.localizers)?,
+        probes: a.probes,
+        export_flock_trace: a.export_flock_trace,
+        flock_trace: a.flock_trace,
+    };
+    let write_json = |path: &PathBuf, text: String| {
+        std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
+    };
+    let Some(seeds) = a.seeds else {
+        let r = eval::run(&opts)?;
+        print!("{}", eval::render_table(&r));
+        if let Some(path) = &a.json {
+            write_json(path, serde_json::to_string_pretty(&r)?)?;
+        }
+        if let Some(path) = &a.svg {
+            let series: Vec<_> = r
+                .localizers
+                .0
+                .iter()
+                .map(|(n, x)| (n.clone(), x.stages.clone()))
+                .collect();
+            let title = format!("{} seed {}", r.topology, r.seed);
+            eval::plot::render_svg(path, &title, &series)?;
+        }
+        return Ok(());
+    };
+    if opts.export_flock_trace.is_some() {
+        anyhow::bail!("--export-flock-trace writes one seed's probes: use it without --seeds");
+    }
+    let mut runs = Vec::new();
+    for seed in eval::sweep::parse_seeds(&seeds)? {
+        opts.sim.seed = seed;
+        let r = eval::run(&opts)?;
+        eprint!("{}", eval::render_table(&r));
+        runs.push(r);
+    }
+    let sweep = eval::sweep::SweepReport::new(runs);
+    print!("{}", sweep.render());
+    if let Some(path) = &a.json {
+        write_json(path, serde_json::to_string_pretty(&sweep)?)?;
+    }
+    if let Some(path) = &a.svg {
+        let title = format!("{} seeds {seeds} (mean)", opts.sim.topology);
+        eval::plot::render_svg(path, &title, &sweep.mean_stages())?;
     }
     Ok(())
 }

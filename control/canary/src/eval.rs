@@ -1,0 +1,471 @@
+//! `canary eval`: every localizer of the papers on one simulated fabric with one set of faults
+//! (LOCALIZERS.md §7), scored on directed links.
+//!
+//! The topology, the faults and the per-link loss vector come from the seed exactly as
+//! [`crate::simulate::run_full`] draws them, so every localizer sees the same lossy links. Each
+//! system then collects its own telemetry with its own seeded random stream:
+//! * `canary`: the full pipeline on the packet simulator (its summary verdict);
+//!   `canary-cd1` (one CD on Canary's segments) and `flock-canary` (Flock fed Canary's segments)
+//!   reuse that run's observations;
+//! * `netbouncer`, `netbouncer-stage`, `flock`: the same bounce probes (`--probes` per path), or a
+//!   Flock trace read back with `--flock-trace`;
+//! * `007`: one epoch of TCP flows with traceroutes; `detector`: the probe matrix, probed.
+//!
+//! Inference time is the wall-clock time of the localizer's `localize` call only.
+
+pub mod plot;
+pub mod sweep;
+pub mod trace;
+
+use crate::report::Summary;
+use crate::setup::{load_faults, load_topology};
+use crate::simulate::{self, FaultReport, SimulateOptions};
+use anyhow::{bail, Context, Result};
+use canary_core::fault::{loss_vector, Fault};
+use canary_core::localize::netbouncer::ProbePath;
+use canary_core::localize::{
+    probe_matrix, CanaryParams, CdOnSegments, Detector, Flock, FlockInput, Localizer, NetBouncer,
+    NetBouncerParams, PmcParams, Verdict, Zero07,
+};
+use canary_core::score::Score;
+use canary_core::topo::{LinkIx, Routing, Topology};
+use canary_sim::pm_probes::{probe_paths, PmProbeParams};
+use canary_sim::probes::bounce_probes;
+use canary_sim::tcp007::{simulate_epoch, Tcp007Params};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::ser::SerializeMap;
+use serde::{Deserialize, Serialize, Serializer};
+use std::fmt::Write as _;
+use std::path::PathBuf;
+use std::str::FromStr;
+use std::time::Instant;
+
+/// The localizers `canary eval` knows, by their command-line names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    Canary,
+    CanaryCd1,
+    FlockCanary,
+    NetBouncer,
+    NetBouncerStage,
+    Flock,
+    Zero07,
+    Detector,
+}
+
+impl Kind {
+    pub const ALL: [Kind; 8] = [
+        Kind::Canary,
+        Kind::CanaryCd1,
+        Kind::FlockCanary,
+        Kind::NetBouncer,
+        Kind::NetBouncerStage,
+        Kind::Flock,
+        Kind::Zero07,
+        Kind::Detector,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Canary => "canary",
+            Kind::CanaryCd1 => "canary-cd1",
+            Kind::FlockCanary => "flock-canary",
+            Kind::NetBouncer => "netbouncer",
+            Kind::NetBouncerStage => "netbouncer-stage",
+            Kind::Flock => "flock",
+            Kind::Zero07 => "007",
+            Kind::Detector => "detector",
+        }
+    }
+
+    /// Needs Canary's packet-level run.
+    fn needs_canary_run(self) -> bool {
+        matches!(self, Kind::Canary | Kind::CanaryCd1 | Kind::FlockCanary)
+    }
+
+    /// Fed bounce probes (or a Flock trace).
+    fn needs_probes(self) -> bool {
+        matches!(self, Kind::NetBouncer | Kind::NetBouncerStage | Kind::Flock)
+    }
+}
+
+impl FromStr for Kind {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        Kind::ALL
+            .into_iter()
+            .find(|k| k.name() == s)
+            .ok_or_else(|| {
+                let names: Vec<&str> = Kind::ALL.iter().map(|k| k.name()).collect();
+                format!("unknown localizer `{s}` (known: {})", names.join(", "))
+            })
+    }
+}
+
+/// Parses `canary,netbouncer,...`.
+pub fn parse_kinds(list: &str) -> Result<Vec<Kind>> {
+    let mut kinds = Vec::new();
+    for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
+        let k: Kind = name.parse().map_err(anyhow::Error::msg)?;
+        if !kinds.contains(&k) {
+            kinds.push(k);
+        }
+    }
+    if kinds.is_empty() {
+        bail!("--localizers: name at least one localizer");
+    }
+    Ok(kinds)
+}
+
+#[derive(Clone, Debug)]
+pub struct EvalOptions {
+    /// Topology, faults, seed, epochs, α and groups of Canary's run.
+    pub sim: SimulateOptions,
+    pub localizers: Vec<Kind>,
+    /// Bounce and probe-matrix probes per path.
+    pub probes: u32,
+    /// Write the bounce probes as a Flock trace here.
+    pub export_flock_trace: Option<PathBuf>,
+    /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
+    pub flock_trace: Option<PathBuf>,
+}
+
+/// A blamed directed link, by switch names.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct BlamedReport {
+    pub link: [String; 2],
+    pub loss: f64,
+}
+
+/// Precision, recall and F1 of one stage's cumulative verdict.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct StageScore {
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+}
+
+impl From<&Score> for StageScore {
+    fn from(s: &Score) -> Self {
+        Self {
+            precision: s.precision,
+            recall: s.recall,
+            f1: s.f1,
+        }
+    }
+}
+
+/// One localizer's verdict, scored.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LocalizerReport {
+    pub blamed: Vec<BlamedReport>,
+    pub precision: f64,
+    pub recall: f64,
+    pub f1: f64,
+    pub inference_ms: f64,
+    pub stages: Vec<StageScore>,
+    #[serde(skip)]
+    pub tp: usize,
+    #[serde(skip)]
+    pub fp: usize,
+    #[serde(skip)]
+    pub fn_: usize,
+}
+
+/// Localizer reports in the order they were asked for (serialised as a JSON object).
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct Reports(pub Vec<(String, LocalizerReport)>);
+
+impl Serialize for Reports {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        let mut m = s.serialize_map(Some(self.0.len()))?;
+        for (k, v) in &self.0 {
+            m.serialize_entry(k, v)?;
+        }
+        m.end()
+    }
+}
+
+impl Reports {
+    pub fn get(&self, name: &str) -> Option<&LocalizerReport> {
+        self.0.iter().find(|(k, _)| k == name).map(|(_, v)| v)
+    }
+}
+
+/// The `--json` document of one seed.
+#[derive(Clone, Debug, Serialize)]
+pub struct EvalReport {
+    pub topology: String,
+    pub seed: u64,
+    pub faults: Vec<FaultReport>,
+    pub localizers: Reports,
+}
+
+/// A random stream for one system's telemetry, independent of the others and of the fault draw.
+pub fn stream(seed: u64, tag: u64) -> ChaCha8Rng {
+    let mut r = ChaCha8Rng::seed_from_u64(seed);
+    r.set_stream(tag);
+    r
+}
+
+const STREAM_BOUNCE: u64 = 1;
+const STREAM_007: u64 = 2;
+const STREAM_DETECTOR: u64 = 3;
+
+/// Scores a verdict on directed links; blamed links are listed once each.
+pub fn score_verdict(topo: &Topology, truth: &[LinkIx], v: &Verdict, ms: f64) -> LocalizerReport {
+    let mut seen = std::collections::HashSet::new();
+    let blamed: Vec<BlamedReport> = v
+        .blamed
+        .iter()
+        .filter(|b| seen.insert(b.link))
+        .map(|b| {
+            let [x, y] = topo.link_names(b.link);
+            BlamedReport {
+                link: [x.into(), y.into()],
+                loss: b.loss,
+            }
+        })
+        .collect();
+    let links: Vec<LinkIx> = v.blamed.iter().map(|b| b.link).collect();
+    let n = topo.links.len();
+    let s = Score::of(&links, truth, n);
+    LocalizerReport {
+        blamed,
+        precision: s.precision,
+        recall: s.recall,
+        f1: s.f1,
+        inference_ms: ms,
+        stages: v
+            .stages
+            .iter()
+            .map(|st| (&Score::of(st, truth, n)).into())
+            .collect(),
+        tp: s.tp,
+        fp: s.fp,
+        fn_: s.fn_,
+    }
+}
+
+fn from_summary(s: &Summary) -> LocalizerReport {
+    LocalizerReport {
+        blamed: s
+            .blamed
+            .iter()
+            .map(|b| BlamedReport {
+                link: b.link.clone(),
+                loss: b.loss,
+            })
+            .collect(),
+        precision: s.precision,
+        recall: s.recall,
+        f1: s.f1,
+        inference_ms: s.localize_ms,
+        stages: s.stages.iter().map(Into::into).collect(),
+        tp: s.tp,
+        fp: s.fp,
+        fn_: s.fn_,
+    }
+}
+
+fn timed<L: Localizer>(l: &L, topo: &Topology, input: &L::Input) -> (Verdict, f64) {
+    let t = Instant::now();
+    let v = l.localize(topo, input);
+    (v, t.elapsed().as_secs_f64() * 1e3)
+}
+
+/// The topology, faults and loss vector of a seed, drawn as `run_full` draws them.
+pub fn draw_fabric(sim: &SimulateOptions) -> Result<(Topology, Vec<Fault>, Vec<f64>)> {
+    let topo = load_topology(&sim.topology, sim.monitors)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(sim.seed);
+    let faults = load_faults(&sim.faults, &topo, &mut rng)?;
+    let loss = loss_vector(&topo, &faults, sim.noise, &mut rng);
+    Ok((topo, faults, loss))
+}
+
+/// Bounce probes for NetBouncer and Flock: simulated, or read from `--flock-trace`.
+fn bounce_input(
+    opts: &EvalOptions,
+    topo: &Topology,
+    faults: &[Fault],
+    loss: &[f64],
+) -> Result<Vec<ProbePath>> {
+    if let Some(path) = &opts.flock_trace {
+        let text = std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read Flock trace {}", path.display()))?;
+        let file = path.display().to_string();
+        let probes = trace::read_probes(topo, &text, &file)?;
+        let parsed = canary_core::localize::flock_trace::FlockTrace::parse(&text)
+            .map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+        let mut theirs: Vec<LinkIx> = trace::failing_links(topo, &parsed)
+            .iter()
+            .map(|f| f.link)
+            .collect();
+        let mut ours: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
+        theirs.sort_unstable();
+        ours.sort_unstable();
+        if theirs != ours {
+            eprintln!(
+                "warning: {file}: its Failing_link lines ({}) differ from this run's faults ({}); \
+                 scoring against the run's faults",
+                theirs.len(),
+                ours.len()
+            );
+        }
+        return Ok(probes);
+    }
+    let mut rng = stream(opts.sim.seed, STREAM_BOUNCE);
+    Ok(bounce_probes(topo, loss, opts.probes, &mut rng))
+}
+
+/// Runs every asked-for localizer on one seed.
+pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
+    let (topo, faults, loss) = draw_fabric(&opts.sim)?;
+    let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
+    let full = if opts.localizers.iter().any(|k| k.needs_canary_run()) {
+        let full = simulate::run_full(&opts.sim, |_| {})?;
+        if full.faults != faults || full.loss != loss {
+            bail!("internal: the Canary run drew other faults than the harness");
+        }
+        Some(full)
+    } else {
+        None
+    };
+    let needs_probes = opts.localizers.iter().any(|k| k.needs_probes());
+    let probes = if needs_probes || opts.export_flock_trace.is_some() {
+        bounce_input(opts, &topo, &faults, &loss)?
+    } else {
+        Vec::new()
+    };
+    if let Some(path) = &opts.export_flock_trace {
+        let text = trace::write_probes(&topo, &probes, &faults).to_text();
+        std::fs::write(path, text)
+            .with_context(|| format!("cannot write Flock trace {}", path.display()))?;
+    }
+    let mut reports = Vec::new();
+    for &k in &opts.localizers {
+        let r = match k {
+            Kind::Canary => from_summary(&full.as_ref().expect("ran").result.summary),
+            Kind::CanaryCd1 => {
+                let obs = &full.as_ref().expect("ran").observations;
+                let l = CdOnSegments {
+                    params: canary_params(&opts.sim),
+                };
+                let (v, ms) = timed(&l, &topo, obs);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+            Kind::FlockCanary => {
+                let obs = &full.as_ref().expect("ran").observations;
+                let input = FlockInput::from_segments(obs.segments.iter().map(|s| {
+                    let lost = if s.success < 1.0 { s.lost } else { 0 };
+                    (s.links.as_slice(), s.sent, lost)
+                }));
+                let (v, ms) = timed(&Flock::default(), &topo, &input);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+            Kind::NetBouncer | Kind::NetBouncerStage => {
+                let params = if k == Kind::NetBouncer {
+                    NetBouncerParams::default()
+                } else {
+                    NetBouncerParams::staged()
+                };
+                let (v, ms) = timed(&NetBouncer::new(params), &topo, &probes);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+            Kind::Flock => {
+                let input = FlockInput::from_probes(&probes);
+                let (v, ms) = timed(&Flock::default(), &topo, &input);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+            Kind::Zero07 => {
+                let routing = Routing::new(&topo);
+                let mut rng = stream(opts.sim.seed, STREAM_007);
+                let epoch =
+                    simulate_epoch(&topo, &routing, &loss, &Tcp007Params::default(), &mut rng);
+                tracing::debug!(
+                    flows = epoch.reports.len(),
+                    bad = epoch
+                        .reports
+                        .iter()
+                        .filter(|f| f.retransmissions > 0)
+                        .count(),
+                    traced = epoch.traced,
+                    denied_host = epoch.denied_host,
+                    denied_switch = epoch.denied_switch,
+                    max_icmp = epoch.max_icmp,
+                    "007 epoch"
+                );
+                let (v, ms) = timed(&Zero07::default(), &topo, &epoch.reports);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+            Kind::Detector => {
+                let routing = Routing::new(&topo);
+                let m = probe_matrix(&topo, &routing, &PmcParams::default());
+                let params = PmProbeParams {
+                    probes: opts.probes,
+                    ..Default::default()
+                };
+                let mut rng = stream(opts.sim.seed, STREAM_DETECTOR);
+                let input = probe_paths(&topo, &m.paths, &loss, &params, &mut rng);
+                let (v, ms) = timed(&Detector::default(), &topo, &input);
+                score_verdict(&topo, &truth, &v, ms)
+            }
+        };
+        reports.push((k.name().to_string(), r));
+    }
+    Ok(EvalReport {
+        topology: topo.name.clone(),
+        seed: opts.sim.seed,
+        faults: faults
+            .iter()
+            .map(|f| {
+                let [a, b] = topo.link_names(f.link);
+                FaultReport {
+                    link: [a.into(), b.into()],
+                    loss: f.loss,
+                }
+            })
+            .collect(),
+        localizers: Reports(reports),
+    })
+}
+
+/// Canary's localizer parameters as `run_full` sets them (groups and floor).
+fn canary_params(sim: &SimulateOptions) -> CanaryParams {
+    let mut p = CanaryParams {
+        floor: sim.floor,
+        ..Default::default()
+    };
+    p.groups = if sim.quantile_groups {
+        canary_core::localize::Grouping::Quantile(sim.groups)
+    } else {
+        canary_core::localize::Grouping::fixed_n(sim.groups, sim.floor)
+    };
+    p
+}
+
+/// The table for people: one row per localizer.
+pub fn render_table(r: &EvalReport) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "{} seed {}: {} faulty directed links",
+        r.topology,
+        r.seed,
+        r.faults.len()
+    );
+    let _ = writeln!(
+        s,
+        "{:<17} {:>4} {:>4} {:>4} {:>9} {:>7} {:>6} {:>13}",
+        "localizer", "TP", "FP", "FN", "precision", "recall", "F1", "inference ms"
+    );
+    for (name, x) in &r.localizers.0 {
+        let _ = writeln!(
+            s,
+            "{:<17} {:>4} {:>4} {:>4} {:>9.3} {:>7.3} {:>6.3} {:>13.2}",
+            name, x.tp, x.fp, x.fn_, x.precision, x.recall, x.f1, x.inference_ms
+        );
+    }
+    s
+}
