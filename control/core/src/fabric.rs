@@ -18,7 +18,7 @@ pub enum Parity {
 
 impl Parity {
     pub fn of_epoch(epoch: u64) -> Self {
-        if epoch % 2 == 0 {
+        if epoch.is_multiple_of(2) {
             Parity::Even
         } else {
             Parity::Odd

@@ -388,15 +388,17 @@ impl SimFabric {
                     }
                 } else {
                     let count = sw.hashpipe.update(&f.id, f.h);
-                    if count > eta && !sw.hh_rules.is_empty() && sw.hh_rules.contains(&p.bf) {
-                        if self.reported.insert((s, f.id)) {
-                            self.reports.push(HhReport {
-                                switch: s,
-                                flow: f.id,
-                                path_bf: p.bf,
-                            });
-                            self.stats.reports += 1;
-                        }
+                    if count > eta
+                        && !sw.hh_rules.is_empty()
+                        && sw.hh_rules.contains(&p.bf)
+                        && self.reported.insert((s, f.id))
+                    {
+                        self.reports.push(HhReport {
+                            switch: s,
+                            flow: f.id,
+                            path_bf: p.bf,
+                        });
+                        self.stats.reports += 1;
                     }
                 }
                 p.mark = 0;

@@ -7,7 +7,7 @@ use super::{default_switch_id, Host, MonitorPlacement, Switch, SwitchIx, Topolog
 
 /// Builds a fat-tree of even radix `k` with the given monitor placement.
 pub fn fattree(k: u32, placement: MonitorPlacement) -> Result<Topology, TopologyError> {
-    if k < 2 || k % 2 != 0 {
+    if k < 2 || !k.is_multiple_of(2) {
         return Err(TopologyError::BadRadix(k));
     }
     let half = k / 2;
