@@ -13,6 +13,7 @@
 pub mod fabric;
 pub mod pm_probes;
 pub mod probes;
+pub mod synth;
 pub mod tcp007;
 pub mod traffic;
 
