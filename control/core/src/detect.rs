@@ -20,6 +20,7 @@ use crate::pathbf::{Decoded, PathBfCodec};
 use crate::sketch::FlowHashes;
 use crate::topo::{LinkIx, SegmentId, Segments, SwitchIx};
 use crate::FlowId;
+use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
 
@@ -57,6 +58,18 @@ pub struct Anomalies {
     pub dirty_usm_buckets: u64,
 }
 
+impl Anomalies {
+    pub fn add(&mut self, o: &Anomalies) {
+        self.undecodable += o.undecodable;
+        self.ambiguous += o.ambiguous;
+        self.no_clean_usm += o.no_clean_usm;
+        self.upstream_missing += o.upstream_missing;
+        self.negative_loss += o.negative_loss;
+        self.dirty_dsm_buckets += o.dirty_dsm_buckets;
+        self.dirty_usm_buckets += o.dirty_usm_buckets;
+    }
+}
+
 /// One epoch's detection result.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct EpochDetection {
@@ -75,6 +88,7 @@ impl EpochDetection {
 }
 
 /// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
+/// Downstream switches are independent, so they are processed in parallel.
 pub fn minus_meters(
     segments: &Segments,
     codec: &PathBfCodec,
@@ -82,42 +96,15 @@ pub fn minus_meters(
 ) -> EpochDetection {
     let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
         snapshots.iter().map(|s| (s.switch, s)).collect();
+    let parts: Vec<(Vec<MmEntry>, Anomalies)> = snapshots
+        .par_iter()
+        .map(|snap| one_dsm(segments, codec, &by_switch, snap))
+        .collect();
     let mut out = EpochDetection::default();
-    for snap in snapshots {
-        out.anomalies.dirty_dsm_buckets += snap.dsm.dirty_buckets() as u64;
-        out.anomalies.dirty_usm_buckets += snap.usm.dirty_buckets() as u64;
-        for rec in snap.dsm.clean_flows() {
-            let segment = match codec.decode(snap.switch, rec.path_bf) {
-                Decoded::Segment(s) => s,
-                Decoded::Ambiguous(_) => {
-                    out.anomalies.ambiguous += 1;
-                    continue;
-                }
-                Decoded::Unknown => {
-                    out.anomalies.undecodable += 1;
-                    continue;
-                }
-            };
-            let Some(up) = by_switch.get(&segments.get(segment).upstream()) else {
-                out.anomalies.upstream_missing += 1;
-                continue;
-            };
-            let Some(usm_count) = up.usm.clean_count(&rec.flow, FlowHashes::of(&rec.flow)) else {
-                out.anomalies.no_clean_usm += 1;
-                continue;
-            };
-            let lost = usm_count.wrapping_sub(rec.count);
-            if lost > u32::MAX / 2 {
-                out.anomalies.negative_loss += 1;
-                continue;
-            }
-            let entry = MmEntry {
-                flow: rec.flow,
-                segment,
-                sent: rec.count as u64 + lost as u64,
-                lost: lost as u64,
-            };
-            let c = out.segments.entry(segment).or_default();
+    for (entries, a) in parts {
+        out.anomalies.add(&a);
+        for entry in entries {
+            let c = out.segments.entry(entry.segment).or_default();
             c.sent += entry.sent;
             c.lost += entry.lost;
             c.flows += 1;
@@ -125,6 +112,54 @@ pub fn minus_meters(
         }
     }
     out
+}
+
+/// Algorithm 3 for one downstream switch's DSM.
+fn one_dsm(
+    segments: &Segments,
+    codec: &PathBfCodec,
+    by_switch: &HashMap<SwitchIx, &MeterSnapshot>,
+    snap: &MeterSnapshot,
+) -> (Vec<MmEntry>, Anomalies) {
+    let mut a = Anomalies {
+        dirty_dsm_buckets: snap.dsm.dirty_buckets() as u64,
+        dirty_usm_buckets: snap.usm.dirty_buckets() as u64,
+        ..Default::default()
+    };
+    let mut entries = Vec::new();
+    for rec in snap.dsm.clean_flows() {
+        let segment = match codec.decode(snap.switch, rec.path_bf) {
+            Decoded::Segment(s) => s,
+            Decoded::Ambiguous(_) => {
+                a.ambiguous += 1;
+                continue;
+            }
+            Decoded::Unknown => {
+                a.undecodable += 1;
+                continue;
+            }
+        };
+        let Some(up) = by_switch.get(&segments.get(segment).upstream()) else {
+            a.upstream_missing += 1;
+            continue;
+        };
+        let Some(usm_count) = up.usm.clean_count(&rec.flow, FlowHashes::of(&rec.flow)) else {
+            a.no_clean_usm += 1;
+            continue;
+        };
+        let lost = usm_count.wrapping_sub(rec.count);
+        if lost > u32::MAX / 2 {
+            a.negative_loss += 1;
+            continue;
+        }
+        entries.push(MmEntry {
+            flow: rec.flow,
+            segment,
+            sent: rec.count as u64 + lost as u64,
+            lost: lost as u64,
+        });
+    }
+    (entries, a)
 }
 
 /// A segment's counts over a window of epochs.

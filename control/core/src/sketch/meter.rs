@@ -9,7 +9,6 @@ use super::error::{check_pow2, check_range, SketchConfigError};
 use super::hash::{meter_index, FlowHashes};
 use crate::flow::FlowId;
 use serde::{Deserialize, Serialize};
-use std::collections::BTreeMap;
 
 /// Bits of a DSM bucket: dirtyFlag (1) + flowID (104) + pathBF (32) + count (32).
 pub const DSM_BUCKET_BITS: usize = 1 + 104 + 32 + 32;
@@ -144,11 +143,62 @@ impl DsmBucket {
 }
 
 /// A meter: `rows × width` buckets, row-major.
-#[derive(Clone, Debug, PartialEq, Eq, Serialize, Deserialize)]
+///
+/// It also keeps the positions of its non-empty buckets, so that reading it out and resetting
+/// it cost what is in it rather than its size: at k = 32 the meters are 2¹⁶ buckets wide and
+/// mostly empty. The index is not serialised; it is rebuilt when a meter is read back.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+#[serde(from = "MeterRepr<B>", into = "MeterRepr<B>")]
+#[serde(bound(
+    serialize = "B: Serialize + Clone",
+    deserialize = "B: Deserialize<'de> + Bucket"
+))]
 pub struct Meter<B> {
     config: MeterConfig,
     buckets: Vec<B>,
+    used: Vec<u32>,
 }
+
+/// The serialised form of a [`Meter`].
+#[derive(Serialize, Deserialize)]
+struct MeterRepr<B> {
+    config: MeterConfig,
+    buckets: Vec<B>,
+}
+
+impl<B: Bucket> From<MeterRepr<B>> for Meter<B> {
+    fn from(r: MeterRepr<B>) -> Self {
+        let used = r
+            .buckets
+            .iter()
+            .enumerate()
+            .filter(|(_, b)| b.flow().is_some())
+            .map(|(i, _)| i as u32)
+            .collect();
+        Meter {
+            config: r.config,
+            buckets: r.buckets,
+            used,
+        }
+    }
+}
+
+impl<B> From<Meter<B>> for MeterRepr<B> {
+    fn from(m: Meter<B>) -> Self {
+        MeterRepr {
+            config: m.config,
+            buckets: m.buckets,
+        }
+    }
+}
+
+impl<B: PartialEq> PartialEq for Meter<B> {
+    fn eq(&self, o: &Self) -> bool {
+        self.config == o.config && self.buckets == o.buckets
+    }
+}
+
+impl<B: Eq> Eq for Meter<B> {}
 
 /// Upstream meter (Algorithm 2).
 pub type Usm = Meter<UsmBucket>;
@@ -162,6 +212,7 @@ impl<B: Bucket> Meter<B> {
         Ok(Meter {
             config,
             buckets: vec![B::default(); config.num_buckets()],
+            used: Vec::new(),
         })
     }
 
@@ -171,7 +222,36 @@ impl<B: Bucket> Meter<B> {
 
     /// Empties every bucket (the control plane's read-and-reset at the end of an epoch).
     pub fn reset(&mut self) {
-        self.buckets.fill(B::default());
+        for &i in &self.used {
+            self.buckets[i as usize] = B::default();
+        }
+        self.used.clear();
+        debug_assert!(self.buckets.iter().all(|b| b.flow().is_none()));
+    }
+
+    /// Builds a meter from bucket contents read off a switch (row-major).
+    pub fn from_buckets(config: MeterConfig, buckets: Vec<B>) -> Result<Self, SketchConfigError> {
+        config.validate()?;
+        assert_eq!(
+            buckets.len(),
+            config.num_buckets(),
+            "one bucket per row and column"
+        );
+        Ok(MeterRepr { config, buckets }.into())
+    }
+
+    /// Non-empty buckets as (flat position, bucket).
+    fn used_buckets(&self) -> impl Iterator<Item = (usize, &B)> + '_ {
+        self.used
+            .iter()
+            .map(|&i| (i as usize, &self.buckets[i as usize]))
+    }
+
+    /// Records that the bucket at `pos` is about to be written (for the occupancy index).
+    fn touch(&mut self, pos: usize) {
+        if self.buckets[pos].flow().is_none() {
+            self.used.push(pos as u32);
+        }
     }
 
     /// # Panics
@@ -188,12 +268,12 @@ impl<B: Bucket> Meter<B> {
 
     /// Number of dirty buckets.
     pub fn dirty_buckets(&self) -> usize {
-        self.buckets.iter().filter(|b| b.is_dirty()).count()
+        self.used_buckets().filter(|(_, b)| b.is_dirty()).count()
     }
 
     /// Number of non-empty buckets.
     pub fn occupied(&self) -> usize {
-        self.buckets.iter().filter(|b| b.flow().is_some()).count()
+        self.used.len()
     }
 }
 
@@ -224,7 +304,11 @@ impl Usm {
 
     /// Exactly `n` consecutive [`Usm::update`]s of the same packet key.
     pub fn update_n(&mut self, flow: &FlowId, h: FlowHashes, n: u32) {
+        if n == 0 {
+            return;
+        }
         for pos in positions(self.config, h) {
+            self.touch(pos);
             self.buckets[pos].update_n(flow, n);
         }
     }
@@ -254,28 +338,50 @@ impl Dsm {
 
     /// Exactly `n` consecutive [`Dsm::update`]s of the same packet key and pathBF.
     pub fn update_n(&mut self, flow: &FlowId, h: FlowHashes, path_bf: u32, n: u32) {
+        if n == 0 {
+            return;
+        }
         for pos in positions(self.config, h) {
+            self.touch(pos);
             self.buckets[pos].update_n(flow, path_bf, n);
         }
     }
 
     /// One record per flow with at least one clean bucket, sorted by flow.
     pub fn clean_flows(&self) -> Vec<DsmRecord> {
-        let mut out: BTreeMap<FlowId, DsmRecord> = BTreeMap::new();
-        for b in self.buckets.iter().filter(|b| !b.dirty) {
-            let Some(flow) = b.flow else { continue };
+        // A flow's record is taken from its first clean row: a clean bucket in row r is skipped
+        // when the flow already has a clean bucket in an earlier row. No set of seen flows is
+        // needed, and only non-empty buckets are visited.
+        let w = self.config.width;
+        let mut out = Vec::new();
+        for (pos, b) in self.used_buckets() {
+            let (Some(flow), false) = (b.flow, b.dirty) else {
+                continue;
+            };
+            let row = pos / w;
             let rec = DsmRecord {
                 flow,
                 path_bf: b.path_bf,
                 count: b.count,
             };
-            let prev = out.insert(flow, rec);
-            debug_assert!(
-                prev.is_none_or(|p| p == rec),
-                "clean buckets of {flow} disagree"
-            );
+            if row > 0 {
+                let h = FlowHashes::of(&flow);
+                let earlier = (0..row).find_map(|r| {
+                    let e = &self.buckets[r * w + meter_index(h, r, w)];
+                    (!e.dirty && e.flow == Some(flow)).then_some(e)
+                });
+                if let Some(e) = earlier {
+                    debug_assert!(
+                        e.path_bf == rec.path_bf && e.count == rec.count,
+                        "clean buckets of {flow} disagree"
+                    );
+                    continue;
+                }
+            }
+            out.push(rec);
         }
-        out.into_values().collect()
+        out.sort_unstable_by_key(|r| r.flow);
+        out
     }
 }
 
