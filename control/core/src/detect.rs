@@ -101,17 +101,46 @@ pub fn minus_meters(
         .map(|snap| one_dsm(segments, codec, &by_switch, snap))
         .collect();
     let mut out = EpochDetection::default();
+    out.entries.reserve(parts.iter().map(|p| p.0.len()).sum());
     for (entries, a) in parts {
         out.anomalies.add(&a);
-        for entry in entries {
-            let c = out.segments.entry(entry.segment).or_default();
-            c.sent += entry.sent;
-            c.lost += entry.lost;
-            c.flows += 1;
-            out.entries.push(entry);
+        // Each downstream switch's entries come grouped by segment: add runs, not entries.
+        let mut run: Option<(SegmentId, SegmentCount)> = None;
+        for e in &entries {
+            match &mut run {
+                Some((s, c)) if *s == e.segment => {
+                    c.sent += e.sent;
+                    c.lost += e.lost;
+                    c.flows += 1;
+                }
+                _ => {
+                    if let Some((s, c)) = run.take() {
+                        add_count(&mut out.segments, s, c);
+                    }
+                    run = Some((
+                        e.segment,
+                        SegmentCount {
+                            sent: e.sent,
+                            lost: e.lost,
+                            flows: 1,
+                        },
+                    ));
+                }
+            }
         }
+        if let Some((s, c)) = run {
+            add_count(&mut out.segments, s, c);
+        }
+        out.entries.extend(entries);
     }
     out
+}
+
+fn add_count(map: &mut BTreeMap<SegmentId, SegmentCount>, s: SegmentId, c: SegmentCount) {
+    let t = map.entry(s).or_default();
+    t.sent += c.sent;
+    t.lost += c.lost;
+    t.flows += c.flows;
 }
 
 /// Algorithm 3 for one downstream switch's DSM.
@@ -159,6 +188,7 @@ fn one_dsm(
             lost: lost as u64,
         });
     }
+    entries.sort_unstable_by_key(|e| e.segment);
     (entries, a)
 }
 

@@ -349,38 +349,32 @@ impl Dsm {
 
     /// One record per flow with at least one clean bucket, sorted by flow.
     pub fn clean_flows(&self) -> Vec<DsmRecord> {
-        // A flow's record is taken from its first clean row: a clean bucket in row r is skipped
-        // when the flow already has a clean bucket in an earlier row. No set of seen flows is
-        // needed, and only non-empty buckets are visited.
-        let w = self.config.width;
-        let mut out = Vec::new();
-        for (pos, b) in self.used_buckets() {
-            let (Some(flow), false) = (b.flow, b.dirty) else {
-                continue;
-            };
-            let row = pos / w;
-            let rec = DsmRecord {
-                flow,
-                path_bf: b.path_bf,
-                count: b.count,
-            };
-            if row > 0 {
-                let h = FlowHashes::of(&flow);
-                let earlier = (0..row).find_map(|r| {
-                    let e = &self.buckets[r * w + meter_index(h, r, w)];
-                    (!e.dirty && e.flow == Some(flow)).then_some(e)
-                });
-                if let Some(e) = earlier {
-                    debug_assert!(
-                        e.path_bf == rec.path_bf && e.count == rec.count,
-                        "clean buckets of {flow} disagree"
-                    );
-                    continue;
-                }
-            }
-            out.push(rec);
-        }
+        // Visit non-empty buckets in memory order (a harvest of wide meters is mostly empty and
+        // random access into it is what costs), keep clean ones, then one record per flow.
+        let mut used = self.used.clone();
+        used.sort_unstable();
+        let mut out: Vec<DsmRecord> = used
+            .iter()
+            .map(|&i| &self.buckets[i as usize])
+            .filter(|b| !b.dirty)
+            .filter_map(|b| {
+                b.flow.map(|flow| DsmRecord {
+                    flow,
+                    path_bf: b.path_bf,
+                    count: b.count,
+                })
+            })
+            .collect();
         out.sort_unstable_by_key(|r| r.flow);
+        out.dedup_by(|later, first| {
+            let same = later.flow == first.flow;
+            debug_assert!(
+                !same || later == first,
+                "clean buckets of {} disagree",
+                first.flow
+            );
+            same
+        });
         out
     }
 }
