@@ -91,6 +91,7 @@ struct canary_meta_t {
     bit<1>  dsm_hit;
     bit<32> hh_count;
     bit<32> hh_eta;
+    bit<1>  send_hh_digest;   /* TNA: the deparser packs the digest */
     hh_digest_t hh;
 }
 
