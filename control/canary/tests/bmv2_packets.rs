@@ -442,8 +442,8 @@ fn compare_registers(lab: &Lab, names: &Names, s: &ModelSwitch) {
             .collect();
         let refs: Vec<&str> = regs.iter().map(String::as_str).collect();
         let v = lab.registers(&s.ns, &refs);
-        for i in 0..32 {
-            let count = v[&reg("count")][i] as u32;
+        for (i, &count) in v[&reg("count")].iter().enumerate() {
+            let count = count as u32;
             let got = (count != 0).then(|| {
                 let ports = v[&reg("ports")][i] as u32;
                 let f = FlowId {

@@ -322,7 +322,7 @@ impl RawSocket {
                     &mut len,
                 )
             };
-            if n < 0 || sll.sll_pkttype == libc::PACKET_OUTGOING as u8 {
+            if n < 0 || sll.sll_pkttype == libc::PACKET_OUTGOING {
                 continue;
             }
             let frame = &buf[..n as usize];
