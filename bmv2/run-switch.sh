@@ -2,7 +2,7 @@
 # Start one simple_switch_grpc running Canary, in the background, and print its PID.
 #   bmv2/run-switch.sh JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] N@IFACE...
 # e.g. bmv2/run-switch.sh out/canary.json 1 50051 9090 /tmp/s1.log 1@veth1 2@veth2
-# gRPC and Thrift listen on loopback only. Stop it with: kill PID (never pkill).
+# gRPC listens on 127.0.0.1; BMv2 writes its log to LOGFILE.txt, its stdout to LOGFILE.stdout. Stop it with: kill PID (never pkill).
 # With -n NETNS the switch runs inside that network namespace (its interfaces live there).
 set -euo pipefail
 if [ $# -lt 6 ]; then

@@ -154,7 +154,10 @@ impl Lab {
                 .arg(THRIFT_PORT.to_string())
                 .stdin(Stdio::null())
                 .output()
-                .is_ok_and(|o| o.status.success() && !o.stderr.windows(5).any(|w| w == b"Could"));
+                .is_ok_and(|o| {
+                    let all = [o.stdout, o.stderr].concat();
+                    o.status.success() && !String::from_utf8_lossy(&all).contains("Could not")
+                });
             if ok {
                 return;
             }
