@@ -30,7 +30,6 @@ parser CanaryIngressParser(packet_in pkt, out headers_t hdr, out canary_meta_t m
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        meta = {0};
         headers.apply(pkt, hdr);
         transition accept;
     }
@@ -53,6 +52,7 @@ control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
     UpstreamMeter() upstream_meter;
 
     apply {
+        meta.send_hh_digest = 0;
         if (!hdr.ipv4.isValid()) {
             ig_dprsr_md.drop_ctl = 1;
             exit;
