@@ -11,9 +11,11 @@
 #include "../include/headers.p4"
 #include "../include/parser.p4"
 
-/* CRC-32/ISO-HDLC and CRC-16/ARC, as canary_core::sketch::hash. */
-CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF) CRC32_ISO_HDLC;
-CRCPolynomial<bit<16>>(16w0x8005, true, false, false, 16w0x0000, 16w0x0000) CRC16_ARC;
+/* CRC-32/ISO-HDLC and CRC-16/ARC, as canary_core::sketch::hash
+ * (CRCPolynomial(coeff, reversed, msb, extended, init, xor)). */
+#define CRC32_ISO_HDLC \
+    CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF)
+#define CRC16_ARC CRCPolynomial<bit<16>>(16w0x8005, true, false, false, 16w0x0000, 16w0x0000)
 
 #include "switch_config.p4"
 #include "forwarding.p4"
@@ -123,7 +125,7 @@ control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
 
 control CanaryIngressDeparser(packet_out pkt, inout headers_t hdr, in canary_meta_t meta,
                               in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
-    Digest<hh_digest_t>() hh_digest;
+    Digest<hh_digest_t>(HH_DIGEST_RECEIVER) hh_digest;
     apply {
         if (ig_dprsr_md.digest_type == HH_DIGEST_RECEIVER) {
             hh_digest.pack(meta.hh);
