@@ -228,16 +228,15 @@ impl Lab {
         out
     }
 
-    /// Packets counted by an indirect counter at `index`.
+    /// Packets counted by an indirect counter at `index` (CLI: `name[i]= (B bytes, P packets)`).
     pub fn counter(&self, ns: &str, name: &str, index: u32) -> u64 {
         let text = self.cli(ns, &format!("counter_read {name} {index}\n"));
-        let at = text.find("packets=").expect("counter_read output") + "packets=".len();
-        text[at..]
-            .split(|c: char| !c.is_ascii_digit())
+        let packets = text
+            .split(" packets)")
             .next()
-            .unwrap()
-            .parse()
-            .unwrap()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|n| n.parse().ok());
+        packets.unwrap_or_else(|| panic!("counter_read {name} in {ns}:\n{text}"))
     }
 }
 
