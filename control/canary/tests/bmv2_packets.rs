@@ -12,7 +12,7 @@ mod bmv2;
 
 use bmv2::{Lab, Names, RawSocket};
 use canary_core::pathbf::{encode_hop, PathBfParams};
-use canary_core::sketch::{meter_index, Dsm, FlowHashes, HashPipe, Usm};
+use canary_core::sketch::{hashpipe_index, meter_index, Dsm, FlowHashes, HashPipe, Usm};
 use canary_core::FlowId;
 use std::collections::{HashMap, HashSet};
 use std::time::Duration;
@@ -217,6 +217,18 @@ fn bmv2_line_matches_the_reference_model() {
         })
         .unwrap();
     let bf_at_s3 = encode_hop(sw[0].mask, sw[1].mask, false);
+    // p, q, r share their HashPipe stage-0 and stage-1 slots: evictions, carries, swaps and
+    // pass-ons down to stage 2.
+    let slots = |f: &FlowId| {
+        let h = FlowHashes::of(f);
+        (
+            hashpipe_index(h, 0, 32, 1024),
+            hashpipe_index(h, 1, 32, 1024),
+        )
+    };
+    let p = udp(3000);
+    let mut same = (3001..u16::MAX).map(udp).filter(|f| slots(f) == slots(&p));
+    let (q, r) = (same.next().unwrap(), same.next().unwrap());
 
     // Monitoring rules: USM at s1, DSM at s3 (c's rule has a wrong pathBF, e has no USM), HH.
     for f in [a, b, d] {
@@ -265,7 +277,9 @@ fn bmv2_line_matches_the_reference_model() {
     let rx = RawSocket::open(&h2, "eth0");
     let tap = RawSocket::open(&sw[2].ns, "west");
     let hh_ctr = n("hh_report_ctr");
-    let phase1 = [a, a, b, c, a, d, c, c, b, a, c, d, a, c];
+    let phase1 = [
+        a, a, b, c, a, d, c, c, b, a, c, d, a, c, p, p, p, q, r, p, q, q, r, p, r, r, r, q,
+    ];
     let phase2 = [a, c, e, b, c, e, a, c, c, e, b, d];
     let mut seq = 0u16;
     for (phase, flows) in [phase1.as_slice(), phase2.as_slice()]
