@@ -182,7 +182,8 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         .map(|(&(link, stage), loss)| Blame { link, stage, loss })
         .partition(|b| b.loss >= params.floor);
     for snap in &mut stages {
-        snap.blamed_so_far.retain(|l| !dropped.iter().any(|d| d.link == *l));
+        snap.blamed_so_far
+            .retain(|l| !dropped.iter().any(|d| d.link == *l));
     }
     Diagnosis { blamed, stages }
 }

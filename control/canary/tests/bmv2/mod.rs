@@ -1,0 +1,344 @@
+//! A BMv2 lab for packet tests: network namespaces, veth pairs, `simple_switch_grpc` processes,
+//! `simple_switch_CLI` over Thrift, and raw AF_PACKET sockets. Everything it creates carries a
+//! per-process tag and is torn down by `Drop` (also when a test panics).
+
+use std::collections::HashMap;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+pub const THRIFT_PORT: u16 = 9090;
+
+/// Why the lab cannot run here, or `None` when it can.
+pub fn missing() -> Option<String> {
+    for tool in ["p4c", "simple_switch_grpc", "simple_switch_CLI", "ip"] {
+        if !on_path(tool) {
+            return Some(format!("{tool} missing from PATH"));
+        }
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        return Some("root (for network namespaces) missing".into());
+    }
+    None
+}
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+pub fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+fn run(cmd: &mut Command) -> String {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed: {}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Compiles p4src/v1model with bmv2/build.sh into `dir`; returns the BMv2 JSON path.
+pub fn build(dir: &Path) -> PathBuf {
+    let script = repo_root().join("bmv2/build.sh");
+    run(Command::new(&script).arg(dir));
+    dir.join("canary.json")
+}
+
+/// Fully qualified names in the BMv2 JSON, resolved by their unique suffix.
+pub struct Names(Vec<String>);
+
+impl Names {
+    pub fn load(json: &Path) -> Self {
+        let v: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(json).expect("read BMv2 JSON")).unwrap();
+        let mut names = Vec::new();
+        for key in ["register_arrays", "counter_arrays", "actions"] {
+            for e in v[key].as_array().into_iter().flatten() {
+                names.push(e["name"].as_str().unwrap().to_string());
+            }
+        }
+        for p in v["pipelines"].as_array().into_iter().flatten() {
+            for t in p["tables"].as_array().into_iter().flatten() {
+                names.push(t["name"].as_str().unwrap().to_string());
+            }
+        }
+        Names(names)
+    }
+
+    /// The one name equal to `suffix` or ending in `.suffix`; panics when none or several.
+    pub fn get(&self, suffix: &str) -> &str {
+        let dotted = format!(".{suffix}");
+        let hits: Vec<&String> = self
+            .0
+            .iter()
+            .filter(|n| *n == suffix || n.ends_with(&dotted))
+            .collect();
+        match hits.as_slice() {
+            [one] => one,
+            _ => panic!("P4 name *{suffix}: {} matches {hits:?}", hits.len()),
+        }
+    }
+}
+
+/// The namespaces, switches and sockets of one test; removed on drop.
+pub struct Lab {
+    pub tag: String,
+    namespaces: Vec<String>,
+    pids: Vec<i32>,
+    pub dir: tempfile::TempDir,
+}
+
+impl Lab {
+    pub fn new() -> Self {
+        Lab {
+            tag: format!("cn{}", std::process::id() % 100000),
+            namespaces: Vec::new(),
+            pids: Vec::new(),
+            dir: tempfile::tempdir().unwrap(),
+        }
+    }
+
+    /// A new namespace `{tag}{name}` with IPv6 off (no router solicitations on the links).
+    pub fn netns(&mut self, name: &str) -> String {
+        let ns = format!("{}{name}", self.tag);
+        run(Command::new("ip").args(["netns", "add", &ns]));
+        self.namespaces.push(ns.clone());
+        for key in ["all", "default"] {
+            run(Command::new("ip")
+                .args(["netns", "exec", &ns, "sysctl", "-qw"])
+                .arg(format!("net.ipv6.conf.{key}.disable_ipv6=1")));
+        }
+        run(Command::new("ip").args(["-n", &ns, "link", "set", "lo", "up"]));
+        ns
+    }
+
+    /// A veth pair `a` in `ns_a` and `b` in `ns_b`, both up.
+    pub fn veth(&self, ns_a: &str, a: &str, ns_b: &str, b: &str) {
+        run(Command::new("ip").args([
+            "link", "add", a, "netns", ns_a, "type", "veth", "peer", "name", b, "netns", ns_b,
+        ]));
+        for (ns, i) in [(ns_a, a), (ns_b, b)] {
+            run(Command::new("ip").args(["-n", ns, "link", "set", i, "up"]));
+        }
+    }
+
+    /// Starts simple_switch_grpc in `ns` with bmv2/run-switch.sh and waits for its Thrift port.
+    pub fn switch(&mut self, ns: &str, json: &Path, device: u32, ports: &[(u32, &str)]) {
+        let log = self.dir.path().join(format!("{ns}.log"));
+        let mut cmd = Command::new(repo_root().join("bmv2/run-switch.sh"));
+        cmd.arg(json)
+            .arg(device.to_string())
+            .arg("50051")
+            .arg(THRIFT_PORT.to_string());
+        cmd.arg(&log).args(["-n", ns]);
+        for (n, i) in ports {
+            cmd.arg(format!("{n}@{i}"));
+        }
+        let pid: i32 = run(&mut cmd)
+            .trim()
+            .parse()
+            .expect("run-switch.sh prints a PID");
+        self.pids.push(pid);
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let ok = Command::new("ip")
+                .args(["netns", "exec", ns, "simple_switch_CLI", "--thrift-port"])
+                .arg(THRIFT_PORT.to_string())
+                .stdin(Stdio::null())
+                .output()
+                .is_ok_and(|o| {
+                    let all = [o.stdout, o.stderr].concat();
+                    o.status.success() && !String::from_utf8_lossy(&all).contains("Could not")
+                });
+            if ok {
+                return;
+            }
+            let log_text =
+                std::fs::read_to_string(log.with_extension("log.stdout")).unwrap_or_default();
+            assert!(
+                Instant::now() < deadline,
+                "switch in {ns} did not come up: {log_text}"
+            );
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    }
+
+    /// Runs simple_switch_CLI commands (one per line) against the switch in `ns`.
+    pub fn cli(&self, ns: &str, commands: &str) -> String {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns, "simple_switch_CLI", "--thrift-port"])
+            .arg(THRIFT_PORT.to_string())
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(commands.as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).into_owned();
+        let bad = ["Error", "Invalid", "exception", "not found", "Traceback"];
+        assert!(
+            out.status.success() && !bad.iter().any(|b| text.contains(b)),
+            "simple_switch_CLI in {ns} failed on\n{commands}\n{text}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        text
+    }
+
+    /// Whole register arrays: name -> values.
+    pub fn registers(&self, ns: &str, names: &[&str]) -> HashMap<String, Vec<u64>> {
+        let cmds: String = names
+            .iter()
+            .map(|n| format!("register_read {n}\n"))
+            .collect();
+        let text = self.cli(ns, &cmds);
+        let mut out = HashMap::new();
+        for line in text.lines() {
+            let line = line.trim_start_matches("RuntimeCmd: ").trim();
+            let Some((name, values)) = line.split_once("= ") else {
+                continue;
+            };
+            if !names.contains(&name) {
+                continue;
+            }
+            let v = values
+                .split(", ")
+                .map(|x| x.trim().parse().unwrap())
+                .collect();
+            out.insert(name.to_string(), v);
+        }
+        assert_eq!(
+            out.len(),
+            names.len(),
+            "register_read output in {ns}:\n{text}"
+        );
+        out
+    }
+
+    /// Packets counted by an indirect counter at `index` (CLI: `name[i]= (B bytes, P packets)`).
+    pub fn counter(&self, ns: &str, name: &str, index: u32) -> u64 {
+        let text = self.cli(ns, &format!("counter_read {name} {index}\n"));
+        let packets = text
+            .split(" packets)")
+            .next()
+            .and_then(|head| head.rsplit(' ').next())
+            .and_then(|n| n.parse().ok());
+        packets.unwrap_or_else(|| panic!("counter_read {name} in {ns}:\n{text}"))
+    }
+}
+
+impl Drop for Lab {
+    fn drop(&mut self) {
+        for &pid in &self.pids {
+            // SAFETY: plain kill(2) of a process this lab started, by its PID.
+            unsafe { libc::kill(pid, libc::SIGTERM) };
+        }
+        if !self.pids.is_empty() {
+            std::thread::sleep(Duration::from_millis(300));
+        }
+        for ns in &self.namespaces {
+            let _ = Command::new("ip").args(["netns", "del", ns]).status();
+        }
+    }
+}
+
+/// A raw AF_PACKET socket bound to one interface of one namespace.
+pub struct RawSocket(i32);
+
+impl RawSocket {
+    pub fn open(ns: &str, iface: &str) -> Self {
+        let (ns, iface) = (ns.to_string(), iface.to_string());
+        // setns affects only the calling thread; the socket keeps its namespace afterwards.
+        let fd = std::thread::spawn(move || unsafe {
+            let path = std::ffi::CString::new(format!("/var/run/netns/{ns}")).unwrap();
+            let nsfd = libc::open(path.as_ptr(), libc::O_RDONLY);
+            assert!(nsfd >= 0, "open netns {ns}");
+            assert_eq!(libc::setns(nsfd, libc::CLONE_NEWNET), 0, "setns {ns}");
+            libc::close(nsfd);
+            let proto = (libc::ETH_P_ALL as u16).to_be();
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto));
+            assert!(fd >= 0, "AF_PACKET socket");
+            let name = std::ffi::CString::new(iface.clone()).unwrap();
+            let ifindex = libc::if_nametoindex(name.as_ptr());
+            assert!(ifindex > 0, "no interface {iface} in {ns}");
+            let mut sll: libc::sockaddr_ll = std::mem::zeroed();
+            sll.sll_family = libc::AF_PACKET as u16;
+            sll.sll_protocol = proto;
+            sll.sll_ifindex = ifindex as i32;
+            let len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            assert_eq!(
+                libc::bind(fd, &sll as *const _ as *const libc::sockaddr, len),
+                0
+            );
+            fd
+        })
+        .join()
+        .unwrap();
+        RawSocket(fd)
+    }
+
+    pub fn send(&self, frame: &[u8]) {
+        // SAFETY: fd is a bound packet socket, the buffer is valid for its length.
+        let n = unsafe { libc::send(self.0, frame.as_ptr().cast(), frame.len(), 0) };
+        assert_eq!(n, frame.len() as isize, "send");
+    }
+
+    /// Incoming frames (not our own outgoing ones) until `pred` accepts one or `timeout`.
+    pub fn recv_until(&self, timeout: Duration, pred: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
+        let deadline = Instant::now() + timeout;
+        let mut buf = vec![0u8; 9216];
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            let mut pfd = libc::pollfd {
+                fd: self.0,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: one valid pollfd.
+            let r = unsafe { libc::poll(&mut pfd, 1, left.as_millis().max(1) as i32) };
+            if r <= 0 {
+                continue;
+            }
+            let mut sll: libc::sockaddr_ll = unsafe { std::mem::zeroed() };
+            let mut len = std::mem::size_of::<libc::sockaddr_ll>() as u32;
+            // SAFETY: buffers are valid for the lengths given.
+            let n = unsafe {
+                libc::recvfrom(
+                    self.0,
+                    buf.as_mut_ptr().cast(),
+                    buf.len(),
+                    0,
+                    &mut sll as *mut _ as *mut libc::sockaddr,
+                    &mut len,
+                )
+            };
+            if n < 0 || sll.sll_pkttype == libc::PACKET_OUTGOING {
+                continue;
+            }
+            let frame = &buf[..n as usize];
+            if pred(frame) {
+                return Some(frame.to_vec());
+            }
+        }
+        None
+    }
+}
+
+impl Drop for RawSocket {
+    fn drop(&mut self) {
+        // SAFETY: closing the fd this value owns.
+        unsafe { libc::close(self.0) };
+    }
+}

@@ -1,0 +1,164 @@
+/* Canary data plane for TNA (Tofino). Same controls, tables, registers and order as
+ * v1model/canary.p4; see that file for the pipeline. Differences: hashes are Hash externs with
+ * the Rust model's CRC parameters, the HH digest is packed by the ingress deparser, the ECMP
+ * member comes from 256 hash buckets, HashPipe stages 1-2 decide on a CRC-32 fingerprint
+ * (tna/hashpipe.p4). NOT COMPILED in this repository (no bf-p4c available). */
+#include <core.p4>
+#include <tna.p4>
+
+#include "../include/compat.p4"
+#include "../include/defines.p4"
+#include "../include/headers.p4"
+#include "../include/parser.p4"
+
+/* CRC-32/ISO-HDLC and CRC-16/ARC, as canary_core::sketch::hash
+ * (CRCPolynomial(coeff, reversed, msb, extended, init, xor)). */
+#define CRC32_ISO_HDLC \
+    CRCPolynomial<bit<32>>(32w0x04C11DB7, true, false, false, 32w0xFFFFFFFF, 32w0xFFFFFFFF)
+#define CRC16_ARC CRCPolynomial<bit<16>>(16w0x8005, true, false, false, 16w0x0000, 16w0x0000)
+
+#include "switch_config.p4"
+#include "forwarding.p4"
+#include "path_bf.p4"
+#include "meter_row.p4"
+#include "downstream_meter.p4"
+#include "hashpipe.p4"
+#include "hh_report.p4"
+#include "upstream_meter.p4"
+
+parser CanaryIngressParser(packet_in pkt, out headers_t hdr, out canary_meta_t meta,
+                           out ingress_intrinsic_metadata_t ig_intr_md) {
+    CanaryHeaderParser() headers;
+    state start {
+        pkt.extract(ig_intr_md);
+        pkt.advance(PORT_METADATA_SIZE);
+        headers.apply(pkt, hdr);
+        transition accept;
+    }
+}
+
+control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
+                      in ingress_intrinsic_metadata_t ig_intr_md,
+                      in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,
+                      inout ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md,
+                      inout ingress_intrinsic_metadata_for_tm_t ig_tm_md) {
+    Hash<bit<32>>(HashAlgorithm_t.CUSTOM, CRC32_ISO_HDLC) flow_hash32;
+    Hash<bit<16>>(HashAlgorithm_t.CUSTOM, CRC16_ARC) flow_hash16;
+    HostPort() host_port;
+    SwitchConfig() switch_config;
+    Forwarding() forwarding;
+    DownstreamMeter() downstream_meter;
+    HashPipe() hashpipe;
+    HhReport() hh_report;
+    PathBf() path_bf;
+    UpstreamMeter() upstream_meter;
+
+    apply {
+        meta.send_hh_digest = 0;
+        if (!hdr.ipv4.isValid()) {
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+        meta.flow.src_addr = hdr.ipv4.src_addr;
+        meta.flow.dst_addr = hdr.ipv4.dst_addr;
+        meta.flow.protocol = hdr.ipv4.protocol;
+        meta.flow.src_port = 0;
+        meta.flow.dst_port = 0;
+        if (hdr.ports.isValid()) {
+            meta.flow.src_port = hdr.ports.src_port;
+            meta.flow.dst_port = hdr.ports.dst_port;
+        }
+        meta.c32 = flow_hash32.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
+                                     meta.flow.src_port, meta.flow.dst_port });
+        meta.c16 = flow_hash16.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
+                                     meta.flow.src_port, meta.flow.dst_port });
+
+        host_port.apply(ig_intr_md.ingress_port, meta);
+        if (meta.from_host == 1 && hdr.canary.isValid()) {
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+        if (meta.from_host == 1) {
+            hdr.canary.setValid();
+            hdr.canary.path_bf = 0;
+            hdr.canary.counted = 0;
+            hdr.canary.parity = 0;
+            hdr.canary.reserved = 0;
+            hdr.canary.ether_type = hdr.ethernet.ether_type;
+            hdr.ethernet.ether_type = ETHERTYPE_CANARY;
+        }
+        if (!hdr.canary.isValid()) {
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+
+        switch_config.apply(meta);
+        port_t port;
+        forwarding.apply(hdr, meta, port);
+        if (meta.routed == 0) {
+            ig_dprsr_md.drop_ctl = 1;
+            exit;
+        }
+        ig_tm_md.ucast_egress_port = port;
+        ig_tm_md.bypass_egress = 1;
+
+        if (meta.monitor == 1) {
+            downstream_meter.apply(hdr, meta);
+            if (meta.dsm_hit == 0) {
+                hashpipe.apply(meta);
+                hh_report.apply(hdr, meta);
+            }
+        }
+        path_bf.apply(hdr, meta);
+        if (meta.monitor == 1 && meta.to_host == 0) {
+            upstream_meter.apply(hdr, meta);
+        }
+        if (meta.send_hh_digest == 1) {
+            ig_dprsr_md.digest_type = HH_DIGEST_RECEIVER;
+        }
+        if (meta.to_host == 1) {
+            hdr.ethernet.ether_type = hdr.canary.ether_type;
+            hdr.canary.setInvalid();
+        }
+    }
+}
+
+control CanaryIngressDeparser(packet_out pkt, inout headers_t hdr, in canary_meta_t meta,
+                              in ingress_intrinsic_metadata_for_deparser_t ig_dprsr_md) {
+    Digest<hh_digest_t>(HH_DIGEST_RECEIVER) hh_digest;
+    apply {
+        if (ig_dprsr_md.digest_type == HH_DIGEST_RECEIVER) {
+            hh_digest.pack(meta.hh);
+        }
+        pkt.emit(hdr);
+    }
+}
+
+/* Egress does nothing (bypass_egress is set); an empty pipe for completeness. */
+struct egress_headers_t { }
+struct egress_meta_t { }
+
+parser CanaryEgressParser(packet_in pkt, out egress_headers_t hdr, out egress_meta_t meta,
+                          out egress_intrinsic_metadata_t eg_intr_md) {
+    state start {
+        pkt.extract(eg_intr_md);
+        transition accept;
+    }
+}
+
+control CanaryEgress(inout egress_headers_t hdr, inout egress_meta_t meta,
+                     in egress_intrinsic_metadata_t eg_intr_md,
+                     in egress_intrinsic_metadata_from_parser_t eg_prsr_md,
+                     inout egress_intrinsic_metadata_for_deparser_t eg_dprsr_md,
+                     inout egress_intrinsic_metadata_for_output_port_t eg_oport_md) {
+    apply { }
+}
+
+control CanaryEgressDeparser(packet_out pkt, inout egress_headers_t hdr, in egress_meta_t meta,
+                             in egress_intrinsic_metadata_for_deparser_t eg_dprsr_md) {
+    apply { pkt.emit(hdr); }
+}
+
+Pipeline(CanaryIngressParser(), CanaryIngress(), CanaryIngressDeparser(),
+         CanaryEgressParser(), CanaryEgress(), CanaryEgressDeparser()) pipe;
+Switch(pipe) main;
