@@ -462,6 +462,10 @@ fn refresh_rule_bits(f: &mut Flow, switches: &[SwitchState]) {
     }
 }
 
+fn switch_down() -> SwitchError {
+    SwitchError::Unreachable("switch is down".into())
+}
+
 /// Packets that pass a link before its next drop: geometric with success probability 1 − p.
 fn gap(p: f64, rng: &mut impl Rng) -> u64 {
     if p <= 0.0 {
@@ -492,10 +496,7 @@ impl Fabric for SimFabric {
                 continue;
             }
             if sw.down {
-                out.push((
-                    s as SwitchIx,
-                    Err(SwitchError::Unreachable("switch is down".into())),
-                ));
+                out.push((s as SwitchIx, Err(switch_down())));
                 continue;
             }
             sw.prev_parity = sw.parity_value_at(self.now);
@@ -513,10 +514,7 @@ impl Fabric for SimFabric {
                 continue;
             }
             if sw.down {
-                out.push((
-                    s as SwitchIx,
-                    Err(SwitchError::Unreachable("switch is down".into())),
-                ));
+                out.push((s as SwitchIx, Err(switch_down())));
                 continue;
             }
             let i = parity.index();
@@ -539,10 +537,7 @@ impl Fabric for SimFabric {
         for op in ops {
             let sw = &mut self.switches[op.switch() as usize];
             if sw.down {
-                failed.push((
-                    op.clone(),
-                    SwitchError::Unreachable("switch is down".into()),
-                ));
+                failed.push((op.clone(), switch_down()));
                 continue;
             }
             let flow = match *op {
