@@ -88,7 +88,12 @@ impl EpochDetection {
 }
 
 /// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
-/// Downstream switches are independent, so they are processed in parallel.
+///
+/// Done in two parallel passes so that each meter is read where it lives rather than at random:
+/// first every downstream switch decodes its clean DSM records and sorts them by upstream switch;
+/// then every upstream switch looks up, in its own USM and in bucket order, the records addressed
+/// to it. (Looking each record up in its upstream USM as it comes scatters reads over all meters,
+/// 9 GB at k = 32, where nearly every read missed cache and TLB.)
 pub fn minus_meters(
     segments: &Segments,
     codec: &PathBfCodec,
@@ -96,66 +101,63 @@ pub fn minus_meters(
 ) -> EpochDetection {
     let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
         snapshots.iter().map(|s| (s.switch, s)).collect();
-    let parts: Vec<(Vec<MmEntry>, Anomalies)> = snapshots
+    let decoded: Vec<(Vec<Pending>, Anomalies)> = snapshots
         .par_iter()
-        .map(|snap| one_dsm(segments, codec, &by_switch, snap))
+        .map(|snap| decode_dsm(segments, codec, &by_switch, snap))
+        .collect();
+    let looked_up: Vec<(Vec<MmEntry>, Anomalies)> = snapshots
+        .par_iter()
+        .map(|snap| lookup_usm(snap, &decoded))
         .collect();
     let mut out = EpochDetection::default();
-    out.entries.reserve(parts.iter().map(|p| p.0.len()).sum());
-    for (entries, a) in parts {
+    out.entries
+        .reserve(looked_up.iter().map(|p| p.0.len()).sum());
+    for (_, a) in &decoded {
+        out.anomalies.add(a);
+    }
+    for (entries, a) in looked_up {
         out.anomalies.add(&a);
-        // Each downstream switch's entries come grouped by segment: add runs, not entries.
-        let mut run: Option<(SegmentId, SegmentCount)> = None;
+        let mut sums: HashMap<SegmentId, SegmentCount> = HashMap::new();
         for e in &entries {
-            match &mut run {
-                Some((s, c)) if *s == e.segment => {
-                    c.sent += e.sent;
-                    c.lost += e.lost;
-                    c.flows += 1;
-                }
-                _ => {
-                    if let Some((s, c)) = run.take() {
-                        add_count(&mut out.segments, s, c);
-                    }
-                    run = Some((
-                        e.segment,
-                        SegmentCount {
-                            sent: e.sent,
-                            lost: e.lost,
-                            flows: 1,
-                        },
-                    ));
-                }
-            }
+            let c = sums.entry(e.segment).or_default();
+            c.sent += e.sent;
+            c.lost += e.lost;
+            c.flows += 1;
         }
-        if let Some((s, c)) = run {
-            add_count(&mut out.segments, s, c);
+        for (s, c) in sums {
+            let t = out.segments.entry(s).or_default();
+            t.sent += c.sent;
+            t.lost += c.lost;
+            t.flows += c.flows;
         }
         out.entries.extend(entries);
     }
     out
 }
 
-fn add_count(map: &mut BTreeMap<SegmentId, SegmentCount>, s: SegmentId, c: SegmentCount) {
-    let t = map.entry(s).or_default();
-    t.sent += c.sent;
-    t.lost += c.lost;
-    t.flows += c.flows;
+/// A clean DSM record decoded to its segment, waiting for its upstream count.
+struct Pending {
+    upstream: SwitchIx,
+    segment: SegmentId,
+    flow: FlowId,
+    h: FlowHashes,
+    count: u32,
 }
 
-/// Algorithm 3 for one downstream switch's DSM.
-fn one_dsm(
+/// First pass, one downstream switch: clean DSM records decoded, sorted by upstream switch and
+/// by the position of the flow's first USM bucket there.
+fn decode_dsm(
     segments: &Segments,
     codec: &PathBfCodec,
     by_switch: &HashMap<SwitchIx, &MeterSnapshot>,
     snap: &MeterSnapshot,
-) -> (Vec<MmEntry>, Anomalies) {
+) -> (Vec<Pending>, Anomalies) {
     let mut a = Anomalies {
         dirty_dsm_buckets: snap.dsm.dirty_buckets() as u64,
         dirty_usm_buckets: snap.usm.dirty_buckets() as u64,
         ..Default::default()
     };
-    let mut entries = Vec::new();
+    let mut out = Vec::new();
     for rec in snap.dsm.clean_flows() {
         let segment = match codec.decode(snap.switch, rec.path_bf) {
             Decoded::Segment(s) => s,
@@ -168,27 +170,53 @@ fn one_dsm(
                 continue;
             }
         };
-        let Some(up) = by_switch.get(&segments.get(segment).upstream()) else {
+        let upstream = segments.get(segment).upstream();
+        if !by_switch.contains_key(&upstream) {
             a.upstream_missing += 1;
             continue;
-        };
-        let Some(usm_count) = up.usm.clean_count(&rec.flow, FlowHashes::of(&rec.flow)) else {
-            a.no_clean_usm += 1;
-            continue;
-        };
-        let lost = usm_count.wrapping_sub(rec.count);
-        if lost > u32::MAX / 2 {
-            a.negative_loss += 1;
-            continue;
         }
-        entries.push(MmEntry {
-            flow: rec.flow,
+        let h = FlowHashes::of(&rec.flow);
+        out.push(Pending {
+            upstream,
             segment,
-            sent: rec.count as u64 + lost as u64,
-            lost: lost as u64,
+            flow: rec.flow,
+            h,
+            count: rec.count,
         });
     }
-    entries.sort_unstable_by_key(|e| e.segment);
+    out.sort_unstable_by_key(|p| (p.upstream, p.h.c32));
+    (out, a)
+}
+
+/// Second pass, one upstream switch: its USM counts for every record addressed to it.
+fn lookup_usm(
+    snap: &MeterSnapshot,
+    decoded: &[(Vec<Pending>, Anomalies)],
+) -> (Vec<MmEntry>, Anomalies) {
+    let u = snap.switch;
+    let mut a = Anomalies::default();
+    let mut entries = Vec::new();
+    for (v, _) in decoded {
+        let lo = v.partition_point(|p| p.upstream < u);
+        let hi = v.partition_point(|p| p.upstream <= u);
+        for p in &v[lo..hi] {
+            let Some(usm_count) = snap.usm.clean_count(&p.flow, p.h) else {
+                a.no_clean_usm += 1;
+                continue;
+            };
+            let lost = usm_count.wrapping_sub(p.count);
+            if lost > u32::MAX / 2 {
+                a.negative_loss += 1;
+                continue;
+            }
+            entries.push(MmEntry {
+                flow: p.flow,
+                segment: p.segment,
+                sent: p.count as u64 + lost as u64,
+                lost: lost as u64,
+            });
+        }
+    }
     (entries, a)
 }
 
