@@ -144,8 +144,7 @@ struct Pending {
     count: u32,
 }
 
-/// First pass, one downstream switch: clean DSM records decoded, sorted by upstream switch and
-/// by the position of the flow's first USM bucket there.
+/// First pass, one downstream switch: clean DSM records decoded, sorted by upstream switch.
 fn decode_dsm(
     segments: &Segments,
     codec: &PathBfCodec,
@@ -184,7 +183,7 @@ fn decode_dsm(
             count: rec.count,
         });
     }
-    out.sort_unstable_by_key(|p| (p.upstream, p.h.c32));
+    out.sort_unstable_by_key(|p| p.upstream);
     (out, a)
 }
 
