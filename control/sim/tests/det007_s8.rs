@@ -12,34 +12,14 @@ use canary_core::localize::{
 };
 use canary_core::topo::{fattree::fattree, LinkIx, MonitorPlacement, Routing, Topology};
 use canary_sim::{pm_probes, tcp007};
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
+/// The paper's S8 faults: `random:10%` of a k = 8 fat-tree (26 links, 52 directions).
 fn faults(t: &Topology, rng: &mut impl Rng) -> Vec<f64> {
-    let ranges = [
-        (11, 0.2, 1.0),
-        (13, 0.1, 0.2),
-        (9, 0.05, 0.1),
-        (9, 0.01, 0.05),
-        (10, 0.001, 0.01),
-    ];
-    let mut rates: Vec<f64> = ranges
-        .iter()
-        .flat_map(|&(n, a, b)| (0..n).map(move |_| (a, b)))
-        .map(|(a, b)| rng.random_range(a..b))
-        .collect();
-    rates.shuffle(rng);
-    let mut und: Vec<LinkIx> = (0..t.links.len() as LinkIx)
-        .filter(|&l| l < t.reverse(l))
-        .collect();
-    und.shuffle(rng);
-    let mut loss = vec![0.0; t.links.len()];
-    for (i, &l) in und[..26].iter().enumerate() {
-        loss[l as usize] = rates[2 * i];
-        loss[t.reverse(l) as usize] = rates[2 * i + 1];
-    }
-    loss
+    let f = canary_core::fault::random(t, 10.0, rng);
+    assert_eq!(f.len(), 52);
+    canary_core::fault::loss_vector(t, &f, 0.0, rng)
 }
 
 fn score(loss: &[f64], blamed: impl IntoIterator<Item = LinkIx>) -> (usize, usize) {

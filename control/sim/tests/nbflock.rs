@@ -5,7 +5,6 @@ use canary_core::localize::{
 };
 use canary_core::topo::{fattree::fattree, LinkIx, MonitorPlacement, Topology};
 use canary_sim::probes::bounce_probes;
-use rand::seq::SliceRandom;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -108,29 +107,14 @@ fn staged_netbouncer_does_not_recover_a_hidden_low_loss_link() {
     assert!(staged.rounds.iter().all(|r| r == &vec![hi / 2]));
 }
 
+/// The paper's S8 faults (`random:10%` of a k = 8 fat-tree) and the faulty undirected links.
 fn s8_faults(t: &Topology, rng: &mut impl Rng) -> (Vec<f64>, Vec<u32>) {
-    let n_und = t.links.len() / 2;
-    let mut und: Vec<u32> = (0..n_und as u32).collect();
-    und.shuffle(rng);
-    und.truncate(26);
-    let mut dirs: Vec<LinkIx> = und.iter().flat_map(|&u| [2 * u, 2 * u + 1]).collect();
-    dirs.shuffle(rng);
-    let ranges = [
-        (11, 0.2, 1.0),
-        (13, 0.1, 0.2),
-        (9, 0.05, 0.1),
-        (9, 0.01, 0.05),
-        (10, 0.001, 0.01),
-    ];
-    let mut loss = vec![0.0; t.links.len()];
-    let mut it = dirs.into_iter();
-    for (n, lo, hi) in ranges {
-        for l in it.by_ref().take(n) {
-            loss[l as usize] = rng.random_range(lo..hi);
-        }
-    }
+    let f = canary_core::fault::random(t, 10.0, rng);
+    let mut und: Vec<u32> = f.iter().map(|x| x.link / 2).collect();
     und.sort_unstable();
-    (loss, und)
+    und.dedup();
+    assert_eq!(und.len(), 26);
+    (canary_core::fault::loss_vector(t, &f, 0.0, rng), und)
 }
 
 fn score(v: &Verdict, truth: &[u32]) -> (usize, usize) {
