@@ -4,6 +4,8 @@
 # e.g. bmv2/run-switch.sh out/canary.json 1 50051 9090 /tmp/s1.log 1@veth1 2@veth2
 # gRPC listens on 127.0.0.1; BMv2 writes its log to LOGFILE.txt, its stdout to LOGFILE.stdout. Stop it with: kill PID (never pkill).
 # With -n NETNS the switch runs inside that network namespace (its interfaces live there).
+# BMV2_LOG_LEVEL (default warn) sets BMv2's log level: `info` or `debug` log every packet and slow
+# the switch down several times, so keep them for debugging.
 set -euo pipefail
 if [ $# -lt 6 ]; then
     echo "usage: $0 JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] N@IFACE..." >&2
@@ -20,7 +22,7 @@ command -v simple_switch_grpc >/dev/null || { echo "SKIP: simple_switch_grpc not
 ifs=()
 for i in "$@"; do ifs+=(-i "$i"); done
 "${prefix[@]}" simple_switch_grpc --device-id "$device" "${ifs[@]}" \
-    --thrift-port "$thrift" --log-file "$log" --log-flush -L info \
+    --thrift-port "$thrift" --log-file "$log" --log-flush -L "${BMV2_LOG_LEVEL:-warn}" \
     "$json" -- --grpc-server-addr "127.0.0.1:$grpc" >"$log.stdout" 2>&1 &
 pid=$!
 echo "$pid"
