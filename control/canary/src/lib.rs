@@ -1,8 +1,10 @@
 //! `canary`: the controller. The epoch loop over any `Fabric`, the report writers, and the
-//! commands (`canary simulate`, `canary audit`, `canary topology`).
+//! commands (`canary simulate`, `canary run`, `canary eval`, `canary audit`, `canary topology`).
 
 pub mod controller;
+pub mod daemon;
 pub mod eval;
+pub mod metrics;
 pub mod report;
 pub mod setup;
 pub mod simulate;
