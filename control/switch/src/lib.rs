@@ -2,3 +2,10 @@
 //!
 //! * [`p4info`]: names in the compiled program resolved once to P4Runtime ids.
 //! * [`p4rt`]: a P4Runtime client (arbitration, pipeline push, writes, reads, digests).
+//! * [`bmv2_thrift`]: BMv2's Thrift runtime, the register calls (BMv2's P4Runtime server has no
+//!   register reads).
+//! * [`bmv2_meters`]: the meters' BMv2 register layout, and the per-epoch harvest into a
+//!   `MeterSnapshot`.
+
+pub mod bmv2_meters;
+pub mod bmv2_thrift;
