@@ -278,7 +278,11 @@ async fn ensure_up(sh: &Shared, slot: &mut Slot, parity: Parity) -> Result<Up, S
         &sh.routing,
         &slot.bound,
     ));
-    ups.push(modify(sh.prog.config_entry(slot.monitor, slot.mask, parity)));
+    ups.push(modify(sh.prog.config_entry(
+        slot.monitor,
+        slot.mask,
+        parity,
+    )));
     let r = &slot.rules;
     let mut rules: Vec<TableEntry> = r
         .dsm
@@ -389,8 +393,10 @@ impl Fabric for Bmv2Fabric {
                     tokio::task::spawn_blocking(move || {
                         let mut t = match t {
                             Some(t) => t,
-                            None => ThriftClient::connect(name, addr.as_str(), thrift_timeouts(&regs))
-                                .map_err(|e| SwitchError::Unreachable(e.to_string()))?,
+                            None => {
+                                ThriftClient::connect(name, addr.as_str(), thrift_timeouts(&regs))
+                                    .map_err(|e| SwitchError::Unreachable(e.to_string()))?
+                            }
                         };
                         t.reset_arrays(&regs.registers.reset_names(parity))
                             .map_err(|e| SwitchError::Unreachable(e.to_string()))
@@ -497,16 +503,16 @@ impl Fabric for Bmv2Fabric {
             };
             let r = &mut slot.rules;
             let (kind, entry) = match *op {
-                RuleOp::InstallDsm {
-                    flow, path_bf, ..
-                } => (
-                    r.dsm.insert((flow, path_bf)).then_some(update::Type::Insert),
+                RuleOp::InstallDsm { flow, path_bf, .. } => (
+                    r.dsm
+                        .insert((flow, path_bf))
+                        .then_some(update::Type::Insert),
                     prog.dsm_entry(&flow, path_bf),
                 ),
-                RuleOp::RemoveDsm {
-                    flow, path_bf, ..
-                } => (
-                    r.dsm.remove(&(flow, path_bf)).then_some(update::Type::Delete),
+                RuleOp::RemoveDsm { flow, path_bf, .. } => (
+                    r.dsm
+                        .remove(&(flow, path_bf))
+                        .then_some(update::Type::Delete),
                     prog.dsm_entry(&flow, path_bf),
                 ),
                 RuleOp::InstallUsm { flow, .. } => (
