@@ -6,6 +6,8 @@
 //!   register reads).
 //! * [`bmv2_meters`]: the meters' BMv2 register layout, and the per-epoch harvest into a
 //!   `MeterSnapshot`.
+//! * [`bfrt`]: a BF Runtime client for the TNA program on Tofino (names resolved from bfrt.json).
 
+pub mod bfrt;
 pub mod bmv2_meters;
 pub mod bmv2_thrift;
