@@ -3,6 +3,7 @@
 
 pub mod controller;
 pub mod eval;
+pub mod overhead;
 pub mod report;
 pub mod setup;
 pub mod simulate;

@@ -23,8 +23,10 @@ use std::collections::BTreeMap;
 
 /// Bits of a counting-table cell: FlowXOR (104) + FlowCount (8) + PacketCount (32).
 pub const FLOWRADAR_CELL_BITS: usize = 104 + 8 + 32;
-/// Hash functions of the flow filter (optimal for its 16 bits per cell, ≈ 13 bits per flow).
-pub const FLOW_FILTER_HASHES: usize = 6;
+/// Hash functions of the flow filter: `ln 2 · bits per flow`, the optimum, where the table is
+/// just large enough to peel (1.23 cells per flow, so 16 × 1.23 ≈ 20 filter bits per flow). A
+/// flow the filter wrongly thinks it has seen is never added to the table, and the decode fails.
+pub const FLOW_FILTER_HASHES: usize = 14;
 
 /// Shape of a FlowRadar: `rows` sub-tables of `width` cells, and the seed of its hashes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]

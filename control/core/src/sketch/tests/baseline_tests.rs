@@ -188,6 +188,7 @@ fn fermat_mul_mod_edge_values() {
         (P - 1, P - 1),
         (P - 1, 2),
         (1 << 106, 1 << 106),
+        (1 << 126, 1 << 126),
         (u64::MAX as u128, P - 1),
     ] {
         assert_eq!(fermat::mul_mod(a, b), mul_ref(a, b));
