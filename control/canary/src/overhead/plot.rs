@@ -25,6 +25,7 @@ struct Axes<'a> {
     y_desc: &'a str,
     log_x: bool,
     log_y: bool,
+    legend: SeriesLabelPosition,
 }
 
 /// One panel of lines with markers.
@@ -40,6 +41,7 @@ fn panel<DB: DrawingBackend>(
         y_desc,
         log_x,
         log_y,
+        legend,
     } = axes;
     let (x0, x1) = bounds(series, |p| p.0);
     let (y0, y1) = bounds(series, |p| p.1);
@@ -87,7 +89,7 @@ fn panel<DB: DrawingBackend>(
             }
             chart
                 .configure_series_labels()
-                .position(SeriesLabelPosition::LowerRight)
+                .position(legend.clone())
                 .background_style(WHITE.mix(0.8))
                 .border_style(BLACK)
                 .draw()
@@ -143,6 +145,7 @@ pub fn fig6(path: &Path, f: &Fig6) -> Result<()> {
             y_desc: "KB",
             log_x: true,
             log_y: true,
+            legend: SeriesLabelPosition::UpperLeft,
         },
         &series(|p| p.memory_bytes / 1024.0),
         &e,
@@ -155,6 +158,7 @@ pub fn fig6(path: &Path, f: &Fig6) -> Result<()> {
             y_desc: "µs",
             log_x: true,
             log_y: true,
+            legend: SeriesLabelPosition::UpperLeft,
         },
         &series(|p| p.decode_us.max(0.01)),
         &e,
@@ -205,6 +209,7 @@ pub fn fig7(path: &Path, f: &Fig7) -> Result<()> {
                 y_desc: "CDF",
                 log_x: false,
                 log_y: false,
+                legend: SeriesLabelPosition::LowerRight,
             },
             &series,
             &e,
@@ -241,6 +246,7 @@ pub fn fig11(path: &Path, f: &Fig11) -> Result<()> {
                 y_desc: "F1",
                 log_x: false,
                 log_y: false,
+                legend: SeriesLabelPosition::LowerLeft,
             },
             &series,
             &e,
@@ -272,6 +278,7 @@ pub fn fig11(path: &Path, f: &Fig11) -> Result<()> {
             y_desc: "F1",
             log_x: false,
             log_y: false,
+            legend: SeriesLabelPosition::LowerLeft,
         },
         &series,
         &e,
