@@ -5,6 +5,7 @@ pub mod controller;
 pub mod daemon;
 pub mod eval;
 pub mod metrics;
+pub mod overhead;
 pub mod report;
 pub mod setup;
 pub mod simulate;
