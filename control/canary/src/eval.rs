@@ -9,10 +9,13 @@
 //!   reuse that run's observations;
 //! * `netbouncer`, `netbouncer-stage`, `flock`: the same bounce probes (`--probes` per path), or a
 //!   Flock trace read back with `--flock-trace`;
-//! * `007`: one epoch of TCP flows with traceroutes; `detector`: the probe matrix, probed.
+//! * `netbouncer-paper`: the same probes, NetBouncer as its own paper runs it (DFD, x ≤ 0.999);
+//! * `007`: one epoch of TCP flows with traceroutes; `flock-a2`: Flock fed that epoch's traced
+//!   retransmitting flows (the Flock paper's A2 input); `detector`: the probe matrix, probed.
 //!
 //! Inference time is the wall-clock time of the localizer's `localize` call only.
 
+pub mod axis;
 pub mod plot;
 pub mod sweep;
 pub mod trace;
@@ -23,6 +26,8 @@ use crate::simulate::{self, FaultReport, SimulateOptions};
 use anyhow::{bail, Context, Result};
 use canary_core::fault::{loss_vector, Fault};
 use canary_core::localize::netbouncer::ProbePath;
+use canary_core::localize::zero07::{per_flow_blame, tally};
+use canary_core::localize::Zero07Params;
 use canary_core::localize::{
     probe_matrix, CanaryParams, CdOnSegments, Detector, Flock, FlockInput, Localizer, NetBouncer,
     NetBouncerParams, PmcParams, Verdict, Zero07,
@@ -31,7 +36,7 @@ use canary_core::score::Score;
 use canary_core::topo::{LinkIx, Routing, Topology};
 use canary_sim::pm_probes::{probe_paths, PmProbeParams};
 use canary_sim::probes::bounce_probes;
-use canary_sim::tcp007::{simulate_epoch, Tcp007Params};
+use canary_sim::tcp007::{simulate_epoch, Epoch007, Tcp007Params};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use serde::ser::SerializeMap;
@@ -49,19 +54,23 @@ pub enum Kind {
     FlockCanary,
     NetBouncer,
     NetBouncerStage,
+    NetBouncerPaper,
     Flock,
+    FlockA2,
     Zero07,
     Detector,
 }
 
 impl Kind {
-    pub const ALL: [Kind; 8] = [
+    pub const ALL: [Kind; 10] = [
         Kind::Canary,
         Kind::CanaryCd1,
         Kind::FlockCanary,
         Kind::NetBouncer,
         Kind::NetBouncerStage,
+        Kind::NetBouncerPaper,
         Kind::Flock,
+        Kind::FlockA2,
         Kind::Zero07,
         Kind::Detector,
     ];
@@ -73,7 +82,9 @@ impl Kind {
             Kind::FlockCanary => "flock-canary",
             Kind::NetBouncer => "netbouncer",
             Kind::NetBouncerStage => "netbouncer-stage",
+            Kind::NetBouncerPaper => "netbouncer-paper",
             Kind::Flock => "flock",
+            Kind::FlockA2 => "flock-a2",
             Kind::Zero07 => "007",
             Kind::Detector => "detector",
         }
@@ -86,7 +97,15 @@ impl Kind {
 
     /// Fed bounce probes (or a Flock trace).
     fn needs_probes(self) -> bool {
-        matches!(self, Kind::NetBouncer | Kind::NetBouncerStage | Kind::Flock)
+        matches!(
+            self,
+            Kind::NetBouncer | Kind::NetBouncerStage | Kind::NetBouncerPaper | Kind::Flock
+        )
+    }
+
+    /// Fed 007's TCP epoch.
+    fn needs_tcp_epoch(self) -> bool {
+        matches!(self, Kind::Zero07 | Kind::FlockA2)
     }
 }
 
@@ -125,10 +144,29 @@ pub struct EvalOptions {
     pub localizers: Vec<Kind>,
     /// Bounce and probe-matrix probes per path.
     pub probes: u32,
+    /// 007's (and Flock(A2)'s) TCP epoch: connections per host, packets per flow.
+    pub tcp: Tcp007Params,
+    /// deTector's probe-matrix coverage α and identifiability β.
+    pub pmc: PmcParams,
     /// Write the bounce probes as a Flock trace here.
     pub export_flock_trace: Option<PathBuf>,
     /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
     pub flock_trace: Option<PathBuf>,
+}
+
+impl Default for EvalOptions {
+    /// `canary eval`'s defaults.
+    fn default() -> Self {
+        Self {
+            sim: SimulateOptions::default(),
+            localizers: vec![Kind::NetBouncer],
+            probes: 100,
+            tcp: Tcp007Params::default(),
+            pmc: PmcParams::default(),
+            export_flock_trace: None,
+            flock_trace: None,
+        }
+    }
 }
 
 /// A blamed directed link, by switch names.
@@ -165,6 +203,16 @@ pub struct LocalizerReport {
     pub f1: f64,
     pub inference_ms: f64,
     pub stages: Vec<StageScore>,
+    /// Probe paths the system probed (NetBouncer's bounce plan, deTector's probe matrix).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_paths: Option<usize>,
+    /// Probe packets sent in all (deTector: confirmation probes included).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probes_sent: Option<u64>,
+    /// 007 only: share of the traced flows whose drops a faulty link caused most (the paper's
+    /// "failure drops") for which 007's per-flow culprit is that link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub per_flow_accuracy: Option<f64>,
     #[serde(skip)]
     pub tp: usize,
     #[serde(skip)]
@@ -242,6 +290,9 @@ pub fn score_verdict(topo: &Topology, truth: &[LinkIx], v: &Verdict, ms: f64) ->
             .iter()
             .map(|st| (&Score::of(st, truth, n)).into())
             .collect(),
+        probe_paths: None,
+        probes_sent: None,
+        per_flow_accuracy: None,
         tp: s.tp,
         fp: s.fp,
         fn_: s.fn_,
@@ -263,6 +314,9 @@ fn from_summary(s: &Summary) -> LocalizerReport {
         f1: s.f1,
         inference_ms: s.localize_ms,
         stages: s.stages.iter().map(Into::into).collect(),
+        probe_paths: None,
+        probes_sent: None,
+        per_flow_accuracy: None,
         tp: s.tp,
         fp: s.fp,
         fn_: s.fn_,
@@ -343,6 +397,33 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
         std::fs::write(path, text)
             .with_context(|| format!("cannot write Flock trace {}", path.display()))?;
     }
+    let tcp_epoch = opts
+        .localizers
+        .iter()
+        .any(|k| k.needs_tcp_epoch())
+        .then(|| {
+            let routing = Routing::new(&topo);
+            let mut rng = stream(opts.sim.seed, STREAM_007);
+            let epoch = simulate_epoch(&topo, &routing, &loss, &opts.tcp, &mut rng);
+            tracing::debug!(
+                flows = epoch.reports.len(),
+                bad = epoch
+                    .reports
+                    .iter()
+                    .filter(|f| f.retransmissions > 0)
+                    .count(),
+                traced = epoch.traced,
+                denied_host = epoch.denied_host,
+                denied_switch = epoch.denied_switch,
+                max_icmp = epoch.max_icmp,
+                "007 epoch"
+            );
+            epoch
+        });
+    let bounce_stats = |r: &mut LocalizerReport| {
+        r.probe_paths = Some(probes.len());
+        r.probes_sent = Some(probes.iter().map(|p| u64::from(p.sent)).sum());
+    };
     let mut reports = Vec::new();
     for &k in &opts.localizers {
         let r = match k {
@@ -364,44 +445,41 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                 let (v, ms) = timed(&Flock::default(), &topo, &input);
                 score_verdict(&topo, &truth, &v, ms)
             }
-            Kind::NetBouncer | Kind::NetBouncerStage => {
-                let params = if k == Kind::NetBouncer {
-                    NetBouncerParams::default()
-                } else {
-                    NetBouncerParams::staged()
+            Kind::NetBouncer | Kind::NetBouncerStage | Kind::NetBouncerPaper => {
+                let params = match k {
+                    Kind::NetBouncer => NetBouncerParams::default(),
+                    Kind::NetBouncerStage => NetBouncerParams::staged(),
+                    _ => NetBouncerParams::paper(),
                 };
                 let (v, ms) = timed(&NetBouncer::new(params), &topo, &probes);
-                score_verdict(&topo, &truth, &v, ms)
+                let mut r = score_verdict(&topo, &truth, &v, ms);
+                bounce_stats(&mut r);
+                r
             }
             Kind::Flock => {
                 let input = FlockInput::from_probes(&probes);
                 let (v, ms) = timed(&Flock::default(), &topo, &input);
+                let mut r = score_verdict(&topo, &truth, &v, ms);
+                bounce_stats(&mut r);
+                r
+            }
+            Kind::FlockA2 => {
+                let epoch = tcp_epoch.as_ref().expect("simulated");
+                let input = FlockInput::from_flows_a2(&epoch.reports);
+                let (v, ms) = timed(&Flock::default(), &topo, &input);
                 score_verdict(&topo, &truth, &v, ms)
             }
             Kind::Zero07 => {
-                let routing = Routing::new(&topo);
-                let mut rng = stream(opts.sim.seed, STREAM_007);
-                let epoch =
-                    simulate_epoch(&topo, &routing, &loss, &Tcp007Params::default(), &mut rng);
-                tracing::debug!(
-                    flows = epoch.reports.len(),
-                    bad = epoch
-                        .reports
-                        .iter()
-                        .filter(|f| f.retransmissions > 0)
-                        .count(),
-                    traced = epoch.traced,
-                    denied_host = epoch.denied_host,
-                    denied_switch = epoch.denied_switch,
-                    max_icmp = epoch.max_icmp,
-                    "007 epoch"
-                );
-                let (v, ms) = timed(&Zero07::default(), &topo, &epoch.reports);
-                score_verdict(&topo, &truth, &v, ms)
+                let epoch = tcp_epoch.as_ref().expect("simulated");
+                let z = Zero07::default();
+                let (v, ms) = timed(&z, &topo, &epoch.reports);
+                let mut r = score_verdict(&topo, &truth, &v, ms);
+                r.per_flow_accuracy = per_flow_accuracy(&topo, &truth, epoch, &z.params);
+                r
             }
             Kind::Detector => {
                 let routing = Routing::new(&topo);
-                let m = probe_matrix(&topo, &routing, &PmcParams::default());
+                let m = probe_matrix(&topo, &routing, &opts.pmc);
                 let params = PmProbeParams {
                     probes: opts.probes,
                     ..Default::default()
@@ -409,7 +487,10 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                 let mut rng = stream(opts.sim.seed, STREAM_DETECTOR);
                 let input = probe_paths(&topo, &m.paths, &loss, &params, &mut rng);
                 let (v, ms) = timed(&Detector::default(), &topo, &input);
-                score_verdict(&topo, &truth, &v, ms)
+                let mut r = score_verdict(&topo, &truth, &v, ms);
+                r.probe_paths = Some(m.paths.len());
+                r.probes_sent = Some(input.iter().map(|p| u64::from(p.sent)).sum());
+                r
             }
         };
         reports.push((k.name().to_string(), r));
@@ -429,6 +510,29 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             .collect(),
         localizers: Reports(reports),
     })
+}
+
+/// 007's per-flow accuracy (paper §6): among the traced flows whose drops a faulty link caused
+/// most ("failure drops"; flows whose worst link is healthy are noise drops), the share whose
+/// per-flow culprit is that link. `None` when there is no such flow.
+fn per_flow_accuracy(
+    topo: &Topology,
+    truth: &[LinkIx],
+    epoch: &Epoch007,
+    params: &Zero07Params,
+) -> Option<f64> {
+    let votes = tally(topo.links.len(), &epoch.reports, params);
+    let blame = per_flow_blame(&votes, &epoch.reports, params);
+    let (mut n, mut ok) = (0u32, 0u32);
+    for (b, culprit) in blame.iter().zip(&epoch.max_drop_link) {
+        if let (Some(b), Some(c)) = (b, culprit) {
+            if truth.contains(c) {
+                n += 1;
+                ok += u32::from(b == c);
+            }
+        }
+    }
+    (n > 0).then(|| f64::from(ok) / f64::from(n))
 }
 
 /// Canary's localizer parameters as `run_full` sets them (groups and floor).

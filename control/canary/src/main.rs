@@ -122,8 +122,13 @@ struct EvalArgs {
     /// Run every seed of an inclusive range (`1..10`) and print per-seed F1 and the mean.
     #[arg(long)]
     seeds: Option<String>,
-    /// Comma-separated: canary, canary-cd1, flock-canary, netbouncer, netbouncer-stage, flock,
-    /// 007, detector.
+    /// Vary one parameter, `AXIS=V1,V2,…` with AXIS one of probes, loss, faults, k, noise,
+    /// flows; every value runs every seed of `--seeds` (or `--seed`). `--svg` then draws
+    /// precision, recall and F1 against the axis.
+    #[arg(long)]
+    sweep: Option<String>,
+    /// Comma-separated: canary, canary-cd1, flock-canary, netbouncer, netbouncer-stage,
+    /// netbouncer-paper, flock, flock-a2, 007, detector.
     #[arg(
         long,
         default_value = "canary,netbouncer,netbouncer-stage,flock,007,detector"
@@ -144,6 +149,15 @@ struct EvalArgs {
     /// Background loss: every healthy link drops at a rate drawn from U(0, P).
     #[arg(long, default_value_t = 0.0)]
     noise: f64,
+    /// 007 and Flock(A2): TCP connections each host opens in the 30-s epoch.
+    #[arg(long, default_value_t = 60)]
+    flows: u32,
+    /// deTector: every link on at least this many probe paths (α-coverage).
+    #[arg(long, default_value_t = 2)]
+    pmc_alpha: u32,
+    /// deTector: any this many simultaneous link failures identifiable (β-identifiability).
+    #[arg(long, default_value_t = 1)]
+    pmc_beta: u32,
     /// Canary: epochs to simulate.
     #[arg(long, default_value_t = 10)]
     epochs: u32,
@@ -427,12 +441,55 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
         },
         localizers: eval::parse_kinds(&a.localizers)?,
         probes: a.probes,
+        tcp: canary_sim::tcp007::Tcp007Params {
+            conns_per_host: a.flows,
+            ..Default::default()
+        },
+        pmc: canary_core::localize::PmcParams {
+            alpha: a.pmc_alpha,
+            beta: a.pmc_beta,
+            ..Default::default()
+        },
         export_flock_trace: a.export_flock_trace,
         flock_trace: a.flock_trace,
     };
     let write_json = |path: &PathBuf, text: String| {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
     };
+    if let Some(spec) = &a.sweep {
+        if opts.export_flock_trace.is_some() || opts.flock_trace.is_some() {
+            anyhow::bail!("--sweep simulates every point's probes: drop the Flock trace options");
+        }
+        let (axis, values) = eval::axis::parse_sweep(spec)?;
+        let seeds = match &a.seeds {
+            Some(s) => eval::sweep::parse_seeds(s)?,
+            None => vec![a.seed],
+        };
+        let report = eval::axis::run_axis(&opts, axis, &values, &seeds, |v, r| {
+            eprintln!("{}={v}", axis.name());
+            eprint!("{}", eval::render_table(r));
+        })?;
+        print!("{}", report.render());
+        if let Some(path) = &a.json {
+            write_json(path, serde_json::to_string_pretty(&report)?)?;
+        }
+        if let Some(path) = &a.svg {
+            let title = format!(
+                "{} {}, seeds {} (mean)",
+                opts.sim.topology,
+                opts.sim.faults,
+                a.seeds.as_deref().unwrap_or(&a.seed.to_string())
+            );
+            eval::plot::render_sweep_svg(
+                path,
+                &title,
+                axis.label(),
+                axis.log_scale(),
+                &report.series(),
+            )?;
+        }
+        return Ok(());
+    }
     let Some(seeds) = a.seeds else {
         let r = eval::run(&opts)?;
         print!("{}", eval::render_table(&r));

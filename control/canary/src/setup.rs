@@ -59,9 +59,18 @@ pub fn prepare(mut topo: Topology, params: PathBfParams) -> Result<Prepared> {
     })
 }
 
-/// A fault file or `random:P%`.
+/// Faults from a spec:
+/// * `random:P%`: P % of the undirected links, both directions, in the paper's loss mix;
+/// * `links:N`: N random undirected links, both directions, in the paper's mix;
+/// * `oneway:N`: N random links, one direction each, in the paper's mix;
+/// * any of these with `@R` (every fault drops R) or `@LO..HI` (each draws from U(LO, HI));
+/// * `none`, or a YAML fault file.
 pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Vec<Fault>> {
-    if let Some(p) = spec.strip_prefix("random:") {
+    let (body, rates) = match spec.split_once('@') {
+        Some((b, r)) => (b, parse_rates(spec, r)?),
+        None => (spec, fault::Rates::PaperMix),
+    };
+    if let Some(p) = body.strip_prefix("random:") {
         let p = p.trim_end_matches('%');
         let pct: f64 = p
             .parse()
@@ -69,7 +78,24 @@ pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Ve
         if !(0.0..=100.0).contains(&pct) {
             bail!("--faults {spec}: the percentage must be in 0..100");
         }
-        return Ok(fault::random(topo, pct, rng));
+        let mut faults = fault::random(topo, pct, rng);
+        for f in &mut faults {
+            match rates {
+                fault::Rates::PaperMix => {}
+                fault::Rates::Fixed(r) => f.loss = r,
+                fault::Rates::Uniform(lo, hi) if hi > lo => f.loss = rng.random_range(lo..hi),
+                fault::Rates::Uniform(lo, _) => f.loss = lo,
+            }
+        }
+        return Ok(faults);
+    }
+    for (prefix, both) in [("links:", true), ("oneway:", false)] {
+        if let Some(n) = body.strip_prefix(prefix) {
+            let n: usize = n
+                .parse()
+                .with_context(|| format!("--faults {spec}: `{n}` is not a link count"))?;
+            return Ok(fault::pick(topo, n, both, rates, rng));
+        }
     }
     if spec == "none" {
         return Ok(vec![]);
@@ -77,4 +103,28 @@ pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Ve
     let text =
         std::fs::read_to_string(spec).with_context(|| format!("cannot read fault file {spec}"))?;
     Ok(fault::parse(spec, &text, topo)?)
+}
+
+/// `R` or `LO..HI`, each a probability.
+fn parse_rates(spec: &str, r: &str) -> Result<fault::Rates> {
+    let prob = |x: &str| -> Result<f64> {
+        let v: f64 = x
+            .trim()
+            .parse()
+            .with_context(|| format!("--faults {spec}: `{x}` is not a loss rate"))?;
+        if !(0.0..=1.0).contains(&v) {
+            bail!("--faults {spec}: the loss rate {v} is not in [0, 1]");
+        }
+        Ok(v)
+    };
+    Ok(match r.split_once("..") {
+        Some((lo, hi)) => {
+            let (lo, hi) = (prob(lo)?, prob(hi)?);
+            if hi < lo {
+                bail!("--faults {spec}: the range {lo}..{hi} is empty");
+            }
+            fault::Rates::Uniform(lo, hi)
+        }
+        None => fault::Rates::Fixed(prob(r)?),
+    })
 }

@@ -135,6 +135,77 @@ pub fn random(topo: &Topology, percent: f64, rng: &mut impl Rng) -> Vec<Fault> {
     out
 }
 
+/// The loss rate given to each injected fault.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Rates {
+    /// The paper's five-band mix ([`PAPER_MIX`], in its proportions).
+    PaperMix,
+    /// Every fault drops exactly this fraction.
+    Fixed(f64),
+    /// Each faulty direction draws its own rate from U(lo, hi).
+    Uniform(f64, f64),
+}
+
+/// `n` distinct undirected inter-switch links chosen at random; with `both_directions` both
+/// directions are faulty (each with its own rate), otherwise one direction chosen at random.
+/// Rates as `rates` says. `n` is capped at the number of undirected links.
+pub fn pick(
+    topo: &Topology,
+    n: usize,
+    both_directions: bool,
+    rates: Rates,
+    rng: &mut impl Rng,
+) -> Vec<Fault> {
+    let undirected: Vec<LinkIx> = (0..topo.links.len() as LinkIx)
+        .filter(|&l| topo.links[l as usize].from < topo.links[l as usize].to)
+        .collect();
+    let chosen: Vec<LinkIx> = undirected.choose_multiple(rng, n).copied().collect();
+    let mut directed: Vec<LinkIx> = Vec::new();
+    for l in chosen {
+        if both_directions {
+            directed.extend([l, topo.reverse(l)]);
+        } else if rng.random_bool(0.5) {
+            directed.push(l);
+        } else {
+            directed.push(topo.reverse(l));
+        }
+    }
+    directed.shuffle(rng);
+    let mut out = match rates {
+        Rates::PaperMix => {
+            let counts = apportion(directed.len());
+            let mut out = Vec::with_capacity(directed.len());
+            let mut it = directed.into_iter();
+            for ((lo, hi, _), c) in PAPER_MIX.iter().zip(counts) {
+                for l in it.by_ref().take(c) {
+                    out.push(Fault {
+                        link: l,
+                        loss: rng.random_range(*lo..*hi),
+                    });
+                }
+            }
+            out
+        }
+        Rates::Fixed(p) => directed
+            .into_iter()
+            .map(|link| Fault { link, loss: p })
+            .collect(),
+        Rates::Uniform(lo, hi) => directed
+            .into_iter()
+            .map(|link| Fault {
+                link,
+                loss: if hi > lo {
+                    rng.random_range(lo..hi)
+                } else {
+                    lo
+                },
+            })
+            .collect(),
+    };
+    out.sort_by_key(|f| f.link);
+    out
+}
+
 /// Splits `n` over the paper's bands in its proportions (largest remainder).
 fn apportion(n: usize) -> [usize; 5] {
     let total: u32 = PAPER_MIX.iter().map(|b| b.2).sum();
@@ -192,6 +263,24 @@ mod tests {
             );
         }
         // Both directions of 26 links.
+        assert!(f
+            .iter()
+            .all(|x| f.iter().any(|y| y.link == t.reverse(x.link))));
+    }
+
+    #[test]
+    fn pick_gives_n_links_in_the_asked_directions_and_rates() {
+        let t = fattree(8, MonitorPlacement::TopAndBottom).unwrap();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
+        let f = pick(&t, 5, false, Rates::Fixed(0.01), &mut rng);
+        assert_eq!(f.len(), 5);
+        assert!(f.iter().all(|x| x.loss == 0.01));
+        assert!(f
+            .iter()
+            .all(|x| !f.iter().any(|y| y.link == t.reverse(x.link))));
+        let f = pick(&t, 4, true, Rates::Uniform(0.001, 0.01), &mut rng);
+        assert_eq!(f.len(), 8);
+        assert!(f.iter().all(|x| (0.001..0.01).contains(&x.loss)));
         assert!(f
             .iter()
             .all(|x| f.iter().any(|y| y.link == t.reverse(x.link))));

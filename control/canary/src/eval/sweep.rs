@@ -29,7 +29,7 @@ pub fn parse_seeds(spec: &str) -> Result<Vec<u64>> {
 pub struct SweepReport {
     pub runs: Vec<EvalReport>,
     /// Mean F1 per localizer, in the order asked for (a JSON object).
-    #[serde(serialize_with = "ordered")]
+    #[serde(serialize_with = "ordered_map")]
     pub mean_f1: Vec<(String, f64)>,
 }
 
@@ -119,7 +119,11 @@ impl SweepReport {
     }
 }
 
-fn ordered<S: serde::Serializer>(v: &[(String, f64)], s: S) -> Result<S::Ok, S::Error> {
+/// Serialises `(name, value)` pairs as a JSON object in their order.
+pub(super) fn ordered_map<S: serde::Serializer, V: Serialize>(
+    v: &[(String, V)],
+    s: S,
+) -> Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(v.len()))?;
     for (k, x) in v {
@@ -128,7 +132,7 @@ fn ordered<S: serde::Serializer>(v: &[(String, f64)], s: S) -> Result<S::Ok, S::
     m.end()
 }
 
-fn names(runs: &[EvalReport]) -> Vec<String> {
+pub(super) fn names(runs: &[EvalReport]) -> Vec<String> {
     let mut names: Vec<String> = Vec::new();
     for r in runs {
         for (n, _) in &r.localizers.0 {

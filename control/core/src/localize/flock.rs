@@ -22,6 +22,7 @@
 use serde::{Deserialize, Serialize};
 
 use super::netbouncer::{undirected_set, ProbePath};
+use super::zero07::FlowReport007;
 use super::{BlamedLink, Localizer, Verdict};
 use crate::topo::{LinkIx, Topology};
 
@@ -115,6 +116,28 @@ impl FlockInput {
             .collect();
         Self {
             granularity: Granularity::Undirected,
+            flows,
+        }
+    }
+
+    /// Flock(A2) (paper §6.2): 007's reports of flows with ≥ 1 retransmission and a traced path,
+    /// one known-path flow each on directed links (`t` = packets, `r` = retransmissions).
+    /// Untraced and loss-free flows are not in A2.
+    pub fn from_flows_a2(flows: &[FlowReport007]) -> Self {
+        let flows = flows
+            .iter()
+            .filter(|f| f.retransmissions > 0)
+            .filter_map(|f| {
+                let p = f.path.as_ref().filter(|p| !p.is_empty())?;
+                Some(FlockFlow {
+                    paths: vec![p.clone()],
+                    sent: u64::from(f.packets),
+                    lost: u64::from(f.retransmissions),
+                })
+            })
+            .collect();
+        Self {
+            granularity: Granularity::Directed,
             flows,
         }
     }
