@@ -516,19 +516,37 @@ class Fabric:
                 p.wait(timeout=max(0.1, deadline - time.time()))
             except subprocess.TimeoutExpired:
                 stop_pid(p.pid, f"traffic {h}", timeout=1)
-        sent = received = 0
+        stats = {}
         for h, _ in self.generators:
             try:
                 with open(os.path.join(self.state, "traffic", f"{h}.json")) as f:
-                    st = json.load(f)
-                sent += st["sent"]
-                received += st["received"]
-            except (OSError, ValueError, KeyError):
+                    stats[h] = json.load(f)
+            except (OSError, ValueError):
                 log(f"traffic {h}: no statistics (see {self.state}/traffic/{h}.log)")
-        if self.generators:
-            lost = sent - received
-            log(f"traffic: {sent} packets sent, {received} received by the hosts, "
-                f"{lost} lost ({100.0 * lost / max(sent, 1):.3f} %)")
+        if not self.generators:
+            return
+        sent = sum(st["sent"] for st in stats.values())
+        received = sum(st["received"] for st in stats.values())
+        by_addr = {st["me"]: st for st in stats.values()}
+        pairs = []  # (lost, src, dst, sent)
+        for src, st in by_addr.items():
+            for dst, n in st.get("sent_to", {}).items():
+                got = by_addr.get(dst, {}).get("received_from", {}).get(src, 0)
+                if got < n:
+                    pairs.append((n - got, src, dst, n))
+        pairs.sort(reverse=True)
+        lost = sent - received
+        summary = {"sent": sent, "received": received, "lost": lost,
+                   "loss": lost / max(sent, 1), "late": sum(st["late"] for st in stats.values()),
+                   "send_errors": sum(st["send_errors"] for st in stats.values()),
+                   "lossy_pairs": [{"src": s_, "dst": d, "sent": n, "lost": l}
+                                   for l, s_, d, n in pairs]}
+        with open(os.path.join(self.state, "traffic", "summary.json"), "w") as f:
+            json.dump(summary, f, indent=1)
+        log(f"traffic: {sent} packets sent, {received} received by the hosts, "
+            f"{lost} lost ({100.0 * lost / max(sent, 1):.3f} %), {summary['send_errors']} send "
+            f"errors, {summary['late']} sent late; lossiest host pairs: " +
+            (", ".join(f"{s_}->{d} {l}/{n}" for l, s_, d, n in pairs[:4]) or "none"))
         self.generators = []
 
     def down(self):
@@ -579,6 +597,9 @@ def main():
     ap.add_argument("--traffic", help="the canary binary; its `traffic` subcommand runs in every host")
     ap.add_argument("--traffic-arg", action="append", default=[],
                     help="extra argument for `canary traffic` (repeatable)")
+    ap.add_argument("--traffic-trigger", metavar="FILE",
+                    help="start the traffic only once FILE exists (run.sh creates it when the "
+                    "controller has programmed the switches); default: at once")
     ap.add_argument("--rate", type=float, default=100.0, help="packets/s sent by each host")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--loss-method", choices=["auto", "netem", "bpf"], default="auto",
@@ -612,7 +633,7 @@ def main():
     code = 0
     try:
         fabric.up()
-        if args.traffic:
+        if args.traffic and not args.traffic_trigger:
             fabric.start_traffic()
         with open(os.path.join(fabric.state, "ready"), "w") as f:
             f.write(f"{os.getpid()}\n")
@@ -626,6 +647,9 @@ def main():
                 break
             if args.hold and time.time() - t0 > args.hold:
                 break
+            if (args.traffic and args.traffic_trigger and not fabric.generators
+                    and os.path.exists(args.traffic_trigger)):
+                fabric.start_traffic()
             for sw in fabric.net.switches:
                 if sw.bmv2_proc.poll() is not None and sw.bmv2_pid is not None:
                     log(f"simple_switch_grpc {sw.name} died (exit {sw.bmv2_proc.returncode}); "

@@ -1,8 +1,10 @@
 //! `canary`: the controller. The epoch loop over any `Fabric`, the report writers, and the
-//! commands (`canary simulate`, `canary audit`, `canary topology`).
+//! commands (`canary simulate`, `canary audit`, `canary topology`, and `canary traffic`, the
+//! testbed's traffic generator).
 
 pub mod controller;
 pub mod eval;
 pub mod report;
 pub mod setup;
 pub mod simulate;
+pub mod traffic_gen;

@@ -38,6 +38,8 @@ enum Command {
         #[arg(long)]
         monitors: Option<MonitorPlacement>,
     },
+    /// Send heavy-tailed UDP traffic from one testbed host and count what it receives.
+    Traffic(canary::traffic_gen::TrafficArgs),
 }
 
 #[derive(Args)]
@@ -176,6 +178,7 @@ fn main() -> Result<()> {
         Some(Command::Simulate(a)) => simulate_cmd(a),
         Some(Command::Eval(a)) => eval_cmd(a),
         Some(Command::Audit(a)) => audit_cmd(a),
+        Some(Command::Traffic(a)) => canary::traffic_gen::main(&a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
             print!(
