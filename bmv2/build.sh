@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile the v1model Canary program for BMv2.
-#   bmv2/build.sh OUTDIR   ->  OUTDIR/canary.json, OUTDIR/canary.p4info.txtpb
+#   bmv2/build.sh OUTDIR   ->  OUTDIR/canary.json, OUTDIR/canary.p4info.{txtpb,bin} (text and binary P4Info)
 # Uses the p4c on PATH; exits 0 with "SKIP: p4c not on PATH" when there is none.
 set -euo pipefail
 if [ $# -ne 1 ]; then
@@ -18,8 +18,9 @@ mkdir -p "$out"
 echo "p4c: $(p4c --version 2>&1 | head -n1)" >&2
 p4c --target bmv2 --arch v1model --std p4-16 \
     -o "$out" \
-    --p4runtime-files "$out/canary.p4info.txtpb" \
+    --p4runtime-files "$out/canary.p4info.txtpb,$out/canary.p4info.bin" \
     "$src"
 test -s "$out/canary.json"
 test -s "$out/canary.p4info.txtpb"
-echo "built $out/canary.json $out/canary.p4info.txtpb" >&2
+test -s "$out/canary.p4info.bin"
+echo "built $out/canary.json $out/canary.p4info.txtpb $out/canary.p4info.bin" >&2

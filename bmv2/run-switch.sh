@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # Start one simple_switch_grpc running Canary, in the background, and print its PID.
-#   bmv2/run-switch.sh JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] N@IFACE...
+#   bmv2/run-switch.sh JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] [N@IFACE...]
 # e.g. bmv2/run-switch.sh out/canary.json 1 50051 9090 /tmp/s1.log 1@veth1 2@veth2
+# Without N@IFACE the switch has no ports (enough for control-plane tests over Thrift/gRPC).
 # gRPC listens on 127.0.0.1; BMv2 writes its log to LOGFILE.txt, its stdout to LOGFILE.stdout. Stop it with: kill PID (never pkill).
 # With -n NETNS the switch runs inside that network namespace (its interfaces live there).
 # BMV2_LOG_LEVEL (default warn) sets BMv2's log level: `info` or `debug` log every packet and slow
 # the switch down several times, so keep them for debugging.
 set -euo pipefail
-if [ $# -lt 6 ]; then
-    echo "usage: $0 JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] N@IFACE..." >&2
+if [ $# -lt 5 ]; then
+    echo "usage: $0 JSON DEVICE_ID GRPC_PORT THRIFT_PORT LOGFILE [-n NETNS] [N@IFACE...]" >&2
     exit 2
 fi
 json=$1 device=$2 grpc=$3 thrift=$4 log=$5

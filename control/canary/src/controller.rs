@@ -8,9 +8,11 @@
 //! 5. localize (multi-stage CD over sub-problems in parallel);
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
-use crate::report::{EpochReport, LinkReport, Phases, RuleCounts, SegmentReport};
-use canary_core::detect::{minus_meters, observations, Observations, Window, WindowCount};
-use canary_core::fabric::{Fabric, Parity, RuleOp};
+use crate::report::{EpochReport, LinkReport, Phases, RuleCounts, SegmentReport, SwitchEvent};
+use canary_core::detect::{
+    minus_meters, observations, Observations, SegmentCount, Window, WindowCount,
+};
+use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::select::{FlowSelector, SelectionParams, SelectionStats};
@@ -55,6 +57,11 @@ pub struct Controller {
     epoch: u64,
     parity: Parity,
     next_flip: Duration,
+    /// Switches whose outage spoils this epoch's segments too (configured again after a flip).
+    disturbed_now: HashSet<SwitchIx>,
+    disturbed_next: HashSet<SwitchIx>,
+    /// The last epoch's per-segment counts (what metrics export).
+    last: BTreeMap<SegmentId, SegmentCount>,
 }
 
 impl Controller {
@@ -71,11 +78,19 @@ impl Controller {
             epoch: 0,
             parity: Parity::Even,
             next_flip: Duration::ZERO,
+            disturbed_now: HashSet::new(),
+            disturbed_next: HashSet::new(),
+            last: BTreeMap::new(),
             topo,
             segments,
             codec,
             cfg,
         }
+    }
+
+    /// Per-segment counts of the last epoch.
+    pub fn last_counts(&self) -> &BTreeMap<SegmentId, SegmentCount> {
+        &self.last
     }
 
     pub fn monitors(&self) -> Vec<SwitchIx> {
@@ -129,14 +144,48 @@ impl Controller {
         let deferred = self.selector.take_deferred();
         self.apply(fabric, &deferred, &mut rules).await;
         let reports = fabric.take_reports().await;
+        let mut events: BTreeMap<SwitchIx, String> = BTreeMap::new();
+        for (s, e) in fabric.health().await {
+            events.entry(s).or_insert_with(|| e.to_string());
+            if matches!(e, SwitchError::Restarted(_)) {
+                // Its state was pushed again after the flip: the next epoch lost packets too.
+                self.disturbed_next.insert(s);
+            }
+        }
+        for &s in &unreachable {
+            events
+                .entry(s)
+                .or_insert_with(|| "did not answer the flip or the harvest".into());
+        }
+        let carried = std::mem::take(&mut self.disturbed_now);
+        for &s in &carried {
+            events
+                .entry(s)
+                .or_insert_with(|| "configured again at the start of this epoch".into());
+        }
+        self.disturbed_now = std::mem::take(&mut self.disturbed_next);
         let harvest = t0.elapsed();
 
         let t1 = Instant::now();
-        let det = minus_meters(&self.segments, &self.codec, &snapshots);
+        let mut det = minus_meters(&self.segments, &self.codec, &snapshots);
+        // Packets lost while a switch was down or being configured are no link's fault.
+        let before_skip = det.segments.len();
+        if !events.is_empty() {
+            let segs = &self.segments;
+            det.segments.retain(|id, _| {
+                !segs
+                    .get(*id)
+                    .switches
+                    .iter()
+                    .any(|s| events.contains_key(s))
+            });
+        }
+        let segments_skipped = before_skip - det.segments.len();
         for (s, c) in &det.segments {
             self.run_totals.entry(*s).or_default().add(c);
         }
         self.window.push(det.segments.clone());
+        self.last = det.segments.clone();
         let obs = observations(
             &self.segments,
             &self.window.totals(),
@@ -198,6 +247,14 @@ impl Controller {
             rules,
             anomalies: det.anomalies,
             unreachable,
+            disturbed: events
+                .iter()
+                .map(|(&s, why)| SwitchEvent {
+                    switch: self.topo.name_of(s).to_string(),
+                    detail: why.clone(),
+                })
+                .collect(),
+            segments_skipped,
             phases_ms: Phases {
                 harvest: ms(harvest),
                 detect: ms(detect),

@@ -1,6 +1,7 @@
 //! The `canary` command.
 
 use anyhow::{Context, Result};
+use canary::daemon::{self, RunOptions, Target};
 use canary::eval;
 use canary::report::{render_epoch, render_summary};
 use canary::setup::{load_topology, prepare};
@@ -8,6 +9,7 @@ use canary::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
+use canary_switch::bmv2_fabric::Bmv2Options;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -28,6 +30,8 @@ struct Cli {
 enum Command {
     /// Run the full pipeline on a simulated fabric and score it against injected faults.
     Simulate(SimulateArgs),
+    /// Control real switches: push the pipeline, run epochs, report lossy links.
+    Run(Box<RunArgs>),
     /// Run every localizer of the papers on one simulated fabric and score them side by side.
     Eval(EvalArgs),
     /// Check that every segment's pathBF decodes; reassign switch IDs where it does not.
@@ -178,6 +182,7 @@ fn main() -> Result<()> {
     match cli.command {
         None => simulate_cmd(SimulateArgs::parse_from(["simulate"])),
         Some(Command::Simulate(a)) => simulate_cmd(a),
+        Some(Command::Run(a)) => run_cmd(*a),
         Some(Command::Eval(a)) => eval_cmd(a),
         Some(Command::Audit(a)) => audit_cmd(a),
         Some(Command::Draw(a)) => canary::draw::main(&a),
@@ -250,6 +255,123 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
         let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
     }
+    Ok(())
+}
+
+#[derive(Args)]
+struct RunArgs {
+    /// `fattree:K` or a YAML topology file.
+    #[arg(long)]
+    topology: String,
+    #[arg(long, value_enum, default_value = "bmv2")]
+    target: Target,
+    /// Where each switch answers and which port faces which neighbor (YAML).
+    #[arg(long)]
+    switches: PathBuf,
+    /// Directory with canary.json and canary.p4info.bin (bmv2/build.sh); default: compile now.
+    #[arg(long)]
+    p4: Option<PathBuf>,
+    #[arg(long, default_value_t = 1000)]
+    epoch_ms: u64,
+    /// Epochs to run; 0 runs until Ctrl-C or SIGTERM.
+    #[arg(long, default_value_t = 0)]
+    epochs: u32,
+    /// Wait after a parity flip for packets still in flight, milliseconds.
+    #[arg(long, default_value_t = 50)]
+    drain_ms: u64,
+    /// Append one JSON line per epoch to this file.
+    #[arg(long)]
+    report: Option<PathBuf>,
+    /// At exit, write the run (as `canary simulate --json` does).
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Injected faults (YAML) to score the run against, e.g. on a testbed.
+    #[arg(long)]
+    faults: Option<String>,
+    /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464.
+    #[arg(long)]
+    metrics: Option<String>,
+    #[arg(long, default_value_t = 1000)]
+    alpha: u64,
+    #[arg(long, default_value_t = 20)]
+    beta: u32,
+    #[arg(long, default_value_t = 20)]
+    delta: u32,
+    #[arg(long, default_value_t = 16)]
+    eta: u32,
+    #[arg(long, default_value_t = 5)]
+    groups: usize,
+    #[arg(long, default_value_t = 0.001)]
+    floor: f64,
+    #[arg(long)]
+    monitors: Option<MonitorPlacement>,
+    #[arg(long, default_value_t = 5)]
+    window: usize,
+    #[arg(long, default_value_t = 1)]
+    min_lossy_epochs: u32,
+    /// P4Runtime election id; the highest one connected is the primary and the only writer.
+    #[arg(long, default_value_t = 1)]
+    election_id: u64,
+    /// P4Runtime role (empty: the default role).
+    #[arg(long, default_value = "")]
+    role: String,
+    /// A switch whose harvest takes longer is skipped for the epoch (default: 80% of the epoch).
+    #[arg(long)]
+    harvest_deadline_ms: Option<u64>,
+    /// Seconds to wait at start for switches that are not up yet.
+    #[arg(long, default_value_t = 30)]
+    connect_timeout_s: u64,
+    /// Print only the summary.
+    #[arg(long, short)]
+    quiet: bool,
+}
+
+fn run_cmd(a: RunArgs) -> Result<()> {
+    let epoch = Duration::from_millis(a.epoch_ms);
+    let opts = RunOptions {
+        topology: a.topology,
+        monitors: a.monitors,
+        target: a.target,
+        switches: a.switches,
+        p4: a.p4,
+        epoch,
+        epochs: a.epochs,
+        drain: Duration::from_millis(a.drain_ms),
+        report: a.report,
+        json: a.json,
+        faults: a.faults,
+        metrics: a.metrics,
+        selection: SelectionParams {
+            alpha: a.alpha,
+            beta: a.beta,
+            delta: a.delta,
+            eta: a.eta,
+            ..Default::default()
+        },
+        groups: a.groups,
+        floor: a.floor,
+        window: a.window,
+        min_lossy_epochs: a.min_lossy_epochs,
+        bmv2: Bmv2Options {
+            election_id: u128::from(a.election_id),
+            role: a.role,
+            harvest_deadline: a
+                .harvest_deadline_ms
+                .map(Duration::from_millis)
+                .unwrap_or(epoch.mul_f64(0.8)),
+            ..Default::default()
+        },
+        connect_patience: Duration::from_secs(a.connect_timeout_s),
+        quiet: a.quiet,
+    };
+    let rt = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(2)
+        .enable_all()
+        .build()?;
+    let faults = opts.faults.is_some();
+    let result = rt.block_on(daemon::run(opts, daemon::shutdown_signal(), |_| {}))?;
+    let n = if faults { result.faults.len() } else { 0 };
+    print!("{}", render_summary(&result.summary, n));
     Ok(())
 }
 

@@ -31,7 +31,19 @@ pub struct EpochReport {
     pub anomalies: Anomalies,
     /// Monitors that did not answer this epoch: their segments are unobserved, not loss-free.
     pub unreachable: Vec<String>,
+    /// Switches (monitors or not) that were down, restarted or late this epoch. Segments through
+    /// them are left out of detection for the epoch: an outage is not link loss.
+    #[serde(default)]
+    pub disturbed: Vec<SwitchEvent>,
+    #[serde(default)]
+    pub segments_skipped: usize,
     pub phases_ms: Phases,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchEvent {
+    pub switch: String,
+    pub detail: String,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -118,6 +130,16 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             s,
             "  ! unreachable, segments unobserved: {}",
             r.unreachable.join(", ")
+        );
+    }
+    for d in &r.disturbed {
+        let _ = writeln!(s, "  ! {}: {}", d.switch, d.detail);
+    }
+    if r.segments_skipped > 0 {
+        let _ = writeln!(
+            s,
+            "  ! {} segments through these switches left out of this epoch",
+            r.segments_skipped
         );
     }
     let used: Vec<&SegmentReport> = r.lossy_segments.iter().filter(|x| x.used).collect();

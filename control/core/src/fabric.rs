@@ -143,4 +143,10 @@ pub trait Fabric {
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;
     /// HH reports received since the last call.
     async fn take_reports(&mut self) -> Vec<HhReport>;
+    /// Switches, monitors or not, that were unreachable or lost their state since the last
+    /// call. Packets crossing them in that time may have been dropped by the outage itself, so
+    /// the controller does not read their segments' counts as link loss.
+    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
+        Vec::new()
+    }
 }

@@ -1,3 +1,4 @@
+#![allow(dead_code)]
 //! A BMv2 lab for packet tests: network namespaces, veth pairs, `simple_switch_grpc` processes,
 //! `simple_switch_CLI` over Thrift, and raw AF_PACKET sockets. Everything it creates carries a
 //! per-process tag and is torn down by `Drop` (also when a test panics).
@@ -24,7 +25,7 @@ pub fn missing() -> Option<String> {
     None
 }
 
-fn on_path(tool: &str) -> bool {
+pub fn on_path(tool: &str) -> bool {
     std::env::var_os("PATH")
         .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
         .unwrap_or(false)
@@ -104,6 +105,11 @@ impl Lab {
             pids: Vec::new(),
             dir: tempfile::tempdir().unwrap(),
         }
+    }
+
+    /// Kills `pid` (SIGTERM) when the lab is dropped.
+    pub fn track_pid(&mut self, pid: i32) {
+        self.pids.push(pid);
     }
 
     /// A new namespace `{tag}{name}` with IPv6 off (no router solicitations on the links).
@@ -252,6 +258,18 @@ impl Drop for Lab {
         for ns in &self.namespaces {
             let _ = Command::new("ip").args(["netns", "del", ns]).status();
         }
+    }
+}
+
+/// Moves the calling thread into namespace `ns` (setns affects only this thread).
+pub fn enter_netns(ns: &str) {
+    let path = std::ffi::CString::new(format!("/var/run/netns/{ns}")).unwrap();
+    // SAFETY: plain open/setns/close on a path we built.
+    unsafe {
+        let nsfd = libc::open(path.as_ptr(), libc::O_RDONLY);
+        assert!(nsfd >= 0, "open netns {ns}");
+        assert_eq!(libc::setns(nsfd, libc::CLONE_NEWNET), 0, "setns {ns}");
+        libc::close(nsfd);
     }
 }
 

@@ -1,0 +1,23 @@
+//! P4Runtime (and BFRuntime) messages and gRPC services, generated from the wire-compatible
+//! subsets in `proto/`. Package paths mirror the protobuf packages: `p4::v1`, `p4::config::v1`,
+//! `google::rpc`.
+
+pub mod google {
+    pub mod rpc {
+        tonic::include_proto!("google.rpc");
+    }
+}
+
+pub mod p4 {
+    pub mod v1 {
+        tonic::include_proto!("p4.v1");
+    }
+    pub mod config {
+        pub mod v1 {
+            tonic::include_proto!("p4.config.v1");
+        }
+    }
+}
+
+pub use p4::config::v1 as p4info;
+pub use p4::v1 as p4rt;

@@ -1,0 +1,261 @@
+//! `canary run`: the controller on real switches.
+//!
+//! Pushes the pipeline and forwarding to every switch, then runs the same epoch loop as the
+//! simulator ([`Controller`]) over a [`Bmv2Fabric`]: flip parity, wait for packets in flight,
+//! harvest and reset, detect, localize, select flows. Each epoch appends one JSON line to the
+//! report file (flushed, so it can be tailed while the daemon runs), prints the table, and
+//! updates the Prometheus metrics.
+
+use crate::controller::{Controller, ControllerConfig};
+use crate::metrics::{self, Metrics};
+use crate::report::{render_epoch, EpochReport};
+use crate::setup::{load_topology, prepare};
+use crate::simulate::{summarize, FaultReport, SimulationResult};
+use anyhow::{bail, Context, Result};
+use canary_core::fault::{self, Fault};
+use canary_core::localize::{CanaryParams, Grouping};
+use canary_core::pathbf::PathBfParams;
+use canary_core::select::SelectionParams;
+use canary_core::topo::MonitorPlacement;
+use canary_switch::bmv2_fabric::{Bmv2Fabric, Bmv2Options};
+use canary_switch::p4info::P4InfoIndex;
+use canary_switch::switches::SwitchesFile;
+use std::future::Future;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum Target {
+    /// BMv2 simple_switch_grpc: P4Runtime + Thrift register harvest.
+    Bmv2,
+    /// Tofino bf_switchd over BFRuntime.
+    Tofino,
+}
+
+#[derive(Clone, Debug)]
+pub struct RunOptions {
+    pub topology: String,
+    pub monitors: Option<MonitorPlacement>,
+    pub target: Target,
+    pub switches: PathBuf,
+    /// Directory with canary.json and canary.p4info.bin; `None`: compile p4src now.
+    pub p4: Option<PathBuf>,
+    pub epoch: Duration,
+    /// 0: until shut down.
+    pub epochs: u32,
+    pub drain: Duration,
+    pub report: Option<PathBuf>,
+    pub json: Option<PathBuf>,
+    /// Injected faults, to score the run against (testbeds).
+    pub faults: Option<String>,
+    pub metrics: Option<String>,
+    pub selection: SelectionParams,
+    pub groups: usize,
+    pub floor: f64,
+    pub window: usize,
+    pub min_lossy_epochs: u32,
+    pub bmv2: Bmv2Options,
+    /// How long to wait at start for switches that are not up yet.
+    pub connect_patience: Duration,
+    pub quiet: bool,
+}
+
+/// The compiled program: BMv2 JSON and binary P4Info.
+pub struct P4Artifacts {
+    pub device_config: Vec<u8>,
+    pub p4info: P4InfoIndex,
+    _tmp: Option<tempfile::TempDir>,
+}
+
+/// Reads `dir`, or compiles `p4src/` with `bmv2/build.sh` when no directory is given.
+pub fn load_p4(dir: Option<&Path>) -> Result<P4Artifacts> {
+    let (dir, tmp) = match dir {
+        Some(d) => (d.to_path_buf(), None),
+        None => {
+            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bmv2/build.sh");
+            if !script.exists() {
+                bail!("no --p4 DIR given and no bmv2/build.sh next to this build to compile one");
+            }
+            let tmp = tempfile::tempdir()?;
+            let out = std::process::Command::new(&script)
+                .arg(tmp.path())
+                .output()
+                .with_context(|| format!("running {}", script.display()))?;
+            let json = tmp.path().join("canary.json");
+            if !out.status.success() || !json.exists() {
+                bail!(
+                    "compiling the P4 program failed (is p4c on PATH?):\n{}",
+                    String::from_utf8_lossy(&out.stderr)
+                );
+            }
+            (tmp.path().to_path_buf(), Some(tmp))
+        }
+    };
+    let json = dir.join("canary.json");
+    let device_config = std::fs::read(&json)
+        .with_context(|| format!("cannot read the BMv2 JSON {}", json.display()))?;
+    let p4info = P4InfoIndex::load(&dir.join("canary.p4info.bin"))?;
+    Ok(P4Artifacts {
+        device_config,
+        p4info,
+        _tmp: tmp,
+    })
+}
+
+/// Appends one JSON line per epoch, flushed each time.
+struct ReportFile(std::io::BufWriter<std::fs::File>, PathBuf);
+
+impl ReportFile {
+    fn open(path: &Path) -> Result<Self> {
+        let f = std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(path)
+            .with_context(|| format!("--report {}: cannot open for appending", path.display()))?;
+        Ok(Self(std::io::BufWriter::new(f), path.to_path_buf()))
+    }
+
+    fn append(&mut self, r: &EpochReport) -> Result<()> {
+        serde_json::to_writer(&mut self.0, r)?;
+        self.0.write_all(b"\n")?;
+        self.0
+            .flush()
+            .with_context(|| format!("writing {}", self.1.display()))
+    }
+}
+
+/// Runs the daemon until `opts.epochs` epochs are done or `shutdown` resolves. Returns the same
+/// document `canary simulate --json` writes (faults: the injected truth, if given).
+pub async fn run(
+    opts: RunOptions,
+    shutdown: impl Future<Output = ()>,
+    mut on_epoch: impl FnMut(&EpochReport),
+) -> Result<SimulationResult> {
+    if opts.target == Target::Tofino {
+        bail!(
+            "--target tofino: the BFRuntime driver (canary_switch::bfrt) is not wired into a \
+             fabric yet; use --target bmv2"
+        );
+    }
+    let topo = load_topology(&opts.topology, opts.monitors)?;
+    let faults: Vec<Fault> = match &opts.faults {
+        None => vec![],
+        Some(f) if f == "none" => vec![],
+        Some(f) => {
+            let text =
+                std::fs::read_to_string(f).with_context(|| format!("cannot read fault file {f}"))?;
+            fault::parse(f, &text, &topo)?
+        }
+    };
+    let prep = prepare(topo, PathBfParams::default())?;
+    let switches_path = opts.switches.display().to_string();
+    let bound = SwitchesFile::load(&switches_path)?.bind(&switches_path, &prep.topo)?;
+    let p4 = load_p4(opts.p4.as_deref())?;
+    let mut fabric = Bmv2Fabric::new(
+        prep.topo.clone(),
+        bound,
+        p4.p4info.clone(),
+        p4.device_config.clone(),
+        prep.codec.masks.clone(),
+        opts.bmv2.clone(),
+    )?;
+    let metrics = Arc::new(Metrics::new());
+    if let Some(addr) = &opts.metrics {
+        let bound = metrics::serve(addr, metrics.clone()).await?;
+        tracing::info!("metrics on http://{bound}/metrics");
+        if !opts.quiet {
+            eprintln!("metrics: http://{bound}/metrics");
+        }
+    }
+    let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
+    fabric.connect(opts.connect_patience).await?;
+    if !opts.quiet {
+        eprintln!(
+            "configured {} switches of {}; epochs of {:?}",
+            prep.topo.switches.len(),
+            prep.topo.name,
+            opts.epoch
+        );
+    }
+    let canary = CanaryParams {
+        floor: opts.floor,
+        groups: Grouping::fixed_n(opts.groups, opts.floor),
+        ..Default::default()
+    };
+    let cfg = ControllerConfig {
+        epoch: opts.epoch,
+        drain: opts.drain,
+        window: opts.window,
+        min_lossy_epochs: opts.min_lossy_epochs,
+        selection: opts.selection,
+        canary,
+    };
+    let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
+    let mut epochs = Vec::new();
+    tokio::pin!(shutdown);
+    ctl.start(&mut fabric).await;
+    loop {
+        if opts.epochs > 0 && epochs.len() >= opts.epochs as usize {
+            break;
+        }
+        let r = tokio::select! {
+            r = ctl.run_epoch(&mut fabric) => r,
+            _ = &mut shutdown => {
+                tracing::info!("shutting down");
+                break;
+            }
+        };
+        metrics.observe(&ctl, &r, fabric.digests_dropped());
+        if let Some(f) = report.as_mut() {
+            f.append(&r)?;
+        }
+        on_epoch(&r);
+        if !opts.quiet {
+            print!("{}", render_epoch(&r, 8));
+            let _ = std::io::stdout().flush();
+        }
+        epochs.push(r);
+    }
+    let summary = summarize(&ctl, &faults, epochs.len());
+    let result = SimulationResult {
+        topology: ctl.topo.name.clone(),
+        seed: 0,
+        faults: faults
+            .iter()
+            .map(|f| {
+                let [a, b] = ctl.topo.link_names(f.link);
+                FaultReport {
+                    link: [a.into(), b.into()],
+                    loss: f.loss,
+                }
+            })
+            .collect(),
+        epochs,
+        summary,
+    };
+    if let Some(path) = &opts.json {
+        let f = std::fs::File::create(path)
+            .with_context(|| format!("--json {}: cannot write", path.display()))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
+    }
+    tracing::info!(counters = ?fabric.counters, "fabric counters");
+    Ok(result)
+}
+
+/// Resolves on Ctrl-C or SIGTERM.
+pub async fn shutdown_signal() {
+    let term = async {
+        match tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()) {
+            Ok(mut s) => {
+                s.recv().await;
+            }
+            Err(_) => std::future::pending::<()>().await,
+        }
+    };
+    tokio::select! {
+        _ = tokio::signal::ctrl_c() => {}
+        _ = term => {}
+    }
+}

@@ -1,0 +1,220 @@
+//! Prometheus metrics of a running controller, served as text over HTTP (`GET /metrics`).
+//!
+//! Gauges describe the last epoch (estimated loss per blamed link, packets and flows per
+//! segment, phase durations); counters accumulate over the run (epochs, harvest errors,
+//! digests dropped, switch disturbances).
+
+use crate::controller::Controller;
+use crate::report::EpochReport;
+use prometheus_client::encoding::text::encode;
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::registry::Registry;
+use std::sync::atomic::AtomicU64;
+use std::sync::{Arc, Mutex};
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct LinkLabel {
+    pub from: String,
+    pub to: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SegmentLabel {
+    pub segment: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct PhaseLabel {
+    pub phase: String,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct SwitchLabel {
+    pub switch: String,
+}
+
+type FGauge = Gauge<f64, AtomicU64>;
+
+pub struct Metrics {
+    registry: Mutex<Registry>,
+    link_loss: Family<LinkLabel, FGauge>,
+    segment_packets: Family<SegmentLabel, Gauge>,
+    segment_lost: Family<SegmentLabel, Gauge>,
+    segment_flows: Family<SegmentLabel, Gauge>,
+    phase_seconds: Family<PhaseLabel, FGauge>,
+    epochs: Counter,
+    harvest_errors: Counter,
+    digests_dropped: Counter,
+    disturbed: Family<SwitchLabel, Counter>,
+    flows_monitored: Gauge,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    pub fn new() -> Self {
+        let mut r = Registry::with_prefix("canary");
+        let m = Self {
+            registry: Mutex::new(Registry::default()),
+            link_loss: Family::default(),
+            segment_packets: Family::default(),
+            segment_lost: Family::default(),
+            segment_flows: Family::default(),
+            phase_seconds: Family::default(),
+            epochs: Counter::default(),
+            harvest_errors: Counter::default(),
+            digests_dropped: Counter::default(),
+            disturbed: Family::default(),
+            flows_monitored: Gauge::default(),
+        };
+        r.register(
+            "link_loss_estimate",
+            "Estimated loss rate of each link blamed in the last epoch",
+            m.link_loss.clone(),
+        );
+        r.register(
+            "segment_packets",
+            "Packets counted on each segment in the last epoch",
+            m.segment_packets.clone(),
+        );
+        r.register(
+            "segment_lost_packets",
+            "Packets lost on each segment in the last epoch",
+            m.segment_lost.clone(),
+        );
+        r.register(
+            "segment_flows",
+            "Flows counted on each segment in the last epoch",
+            m.segment_flows.clone(),
+        );
+        r.register(
+            "epoch_phase_seconds",
+            "Duration of each phase of the last epoch",
+            m.phase_seconds.clone(),
+        );
+        r.register("epochs", "Epochs completed", m.epochs.clone());
+        r.register(
+            "harvest_errors",
+            "Monitor switches whose meters could not be read in an epoch",
+            m.harvest_errors.clone(),
+        );
+        r.register(
+            "digests_dropped",
+            "HH digest messages dropped by the queue bound or the rate limit",
+            m.digests_dropped.clone(),
+        );
+        r.register(
+            "switch_disturbed",
+            "Epochs in which a switch was unreachable, restarted or late",
+            m.disturbed.clone(),
+        );
+        r.register(
+            "flows_monitored",
+            "Flows with meter rules installed",
+            m.flows_monitored.clone(),
+        );
+        *m.registry.lock().expect("not poisoned") = r;
+        m
+    }
+
+    /// Records one finished epoch. `digests_dropped` is the run's total so far.
+    pub fn observe(&self, ctl: &Controller, r: &EpochReport, digests_dropped: u64) {
+        self.epochs.inc();
+        self.link_loss.clear();
+        for b in &r.blamed {
+            self.link_loss
+                .get_or_create(&LinkLabel {
+                    from: b.link[0].clone(),
+                    to: b.link[1].clone(),
+                })
+                .set(b.loss);
+        }
+        self.segment_packets.clear();
+        self.segment_lost.clear();
+        self.segment_flows.clear();
+        for (id, c) in ctl.last_counts() {
+            let label = SegmentLabel {
+                segment: ctl.segments.get(*id).display(&ctl.topo),
+            };
+            self.segment_packets
+                .get_or_create(&label)
+                .set(c.sent as i64);
+            self.segment_lost.get_or_create(&label).set(c.lost as i64);
+            self.segment_flows
+                .get_or_create(&label)
+                .set(i64::from(c.flows));
+        }
+        let p = &r.phases_ms;
+        for (phase, ms) in [
+            ("harvest", p.harvest),
+            ("detect", p.detect),
+            ("localize", p.localize),
+            ("select", p.select),
+        ] {
+            self.phase_seconds
+                .get_or_create(&PhaseLabel {
+                    phase: phase.into(),
+                })
+                .set(ms / 1e3);
+        }
+        self.harvest_errors.inc_by(r.unreachable.len() as u64);
+        let seen = self.digests_dropped.get();
+        self.digests_dropped
+            .inc_by(digests_dropped.saturating_sub(seen));
+        for d in &r.disturbed {
+            self.disturbed
+                .get_or_create(&SwitchLabel {
+                    switch: d.switch.clone(),
+                })
+                .inc();
+        }
+        self.flows_monitored.set(r.flows_monitored as i64);
+    }
+
+    pub fn render(&self) -> String {
+        let mut out = String::new();
+        encode(&mut out, &self.registry.lock().expect("not poisoned"))
+            .expect("writing to a String cannot fail");
+        out
+    }
+}
+
+/// Serves `GET /metrics` on `addr` until the process ends; returns the bound address.
+pub async fn serve(
+    addr: &str,
+    metrics: Arc<Metrics>,
+) -> anyhow::Result<std::net::SocketAddr> {
+    use anyhow::Context;
+    let listener = tokio::net::TcpListener::bind(addr)
+        .await
+        .with_context(|| format!("--metrics {addr}: cannot listen"))?;
+    let bound = listener.local_addr()?;
+    let app = axum::Router::new().route(
+        "/metrics",
+        axum::routing::get(move || {
+            let m = metrics.clone();
+            async move {
+                (
+                    [(
+                        axum::http::header::CONTENT_TYPE,
+                        "application/openmetrics-text; version=1.0.0; charset=utf-8",
+                    )],
+                    m.render(),
+                )
+            }
+        }),
+    );
+    tokio::spawn(async move {
+        if let Err(e) = axum::serve(listener, app).await {
+            tracing::error!("metrics server stopped: {e}");
+        }
+    });
+    Ok(bound)
+}

@@ -1,0 +1,390 @@
+//! A whole fabric of real BMv2 switches for daemon tests, without Mininet: every switch runs in
+//! one network namespace (`{tag}fab`, IPv6 off) joined by veth pairs; each host is its own
+//! namespace with one veth to its switch. Hosts send UDP traffic from raw sockets with
+//! heavy-tailed flow sizes. The daemon runs inside the fabric namespace, where the switches'
+//! gRPC and Thrift servers listen on 127.0.0.1. Everything is removed on drop.
+
+#![allow(dead_code)]
+
+use crate::bmv2::{repo_root, Lab, RawSocket};
+use canary_core::topo::{SwitchIx, Topology};
+use rand::{Rng, SeedableRng};
+use rand_distr::{Distribution, Pareto};
+use std::collections::BTreeMap;
+use std::fmt::Write as _;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+pub const GRPC_BASE: u16 = 50100;
+pub const THRIFT_BASE: u16 = 9100;
+
+pub struct FabricLab {
+    pub lab: Lab,
+    pub topo: Topology,
+    pub fab: String,
+    pub p4dir: PathBuf,
+    /// Per switch: its BMv2 ports (port, interface).
+    pub ports: Vec<Vec<(u32, String)>>,
+    /// Per switch: the PID of its simple_switch_grpc.
+    pub pids: Vec<i32>,
+    /// Per host: (namespace, IPv4 as a number).
+    pub hosts: Vec<(String, u32)>,
+    /// Interface in the fabric namespace on `from`'s side of each directed link `[from, to]`.
+    pub link_iface: BTreeMap<(SwitchIx, SwitchIx), String>,
+    pub switches_yaml: PathBuf,
+}
+
+fn sh(cmd: &mut Command) {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?}: {}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
+
+impl FabricLab {
+    /// Builds the namespaces, links and switches of `topo` (switches started, not configured).
+    pub fn new(topo: Topology) -> Self {
+        let mut lab = Lab::new();
+        let p4dir = lab.dir.path().join("p4");
+        crate::bmv2::build(&p4dir);
+        let fab = lab.netns("fab");
+        let n = topo.switches.len();
+        let mut ports: Vec<Vec<(u32, String)>> = vec![Vec::new(); n];
+        let mut names: Vec<BTreeMap<String, u32>> = vec![BTreeMap::new(); n];
+        let mut next_port = vec![1u32; n];
+        let mut take = |s: usize, neighbor: &str, ports: &mut Vec<Vec<(u32, String)>>| {
+            let p = next_port[s];
+            next_port[s] += 1;
+            let iface = format!("s{s}-{p}");
+            ports[s].push((p, iface.clone()));
+            names[s].insert(neighbor.to_string(), p);
+            iface
+        };
+        let mut hosts = Vec::new();
+        for (h, host) in topo.hosts.iter().enumerate() {
+            let s = host.switch as usize;
+            let iface = take(s, &host.name, &mut ports);
+            let ns = lab.netns(&format!("h{h}"));
+            lab.veth(&fab, &iface, &ns, "eth0");
+            let ip = canary_core::topo::ipv4(host.addr);
+            sh(Command::new("ip").args(["-n", &ns, "addr", "add", &format!("{ip}/8"), "dev", "eth0"]));
+            hosts.push((ns, host.addr));
+        }
+        let mut link_iface = BTreeMap::new();
+        for l in topo.links.iter().step_by(2) {
+            let (a, b) = (l.from as usize, l.to as usize);
+            let ia = take(a, topo.name_of(l.to), &mut ports);
+            let ib = take(b, topo.name_of(l.from), &mut ports);
+            lab.veth(&fab, &ia, &fab, &ib);
+            link_iface.insert((l.from, l.to), ia);
+            link_iface.insert((l.to, l.from), ib);
+        }
+        let mut yaml = String::from("switches:\n");
+        for (i, sw) in topo.switches.iter().enumerate() {
+            let _ = writeln!(
+                yaml,
+                "  {}:\n    grpc: 127.0.0.1:{}\n    device_id: {}\n    thrift: 127.0.0.1:{}\n    ports:",
+                sw.name,
+                GRPC_BASE + i as u16,
+                i + 1,
+                THRIFT_BASE + i as u16
+            );
+            for (nb, p) in &names[i] {
+                let _ = writeln!(yaml, "      {nb}: {p}");
+            }
+        }
+        let switches_yaml = lab.dir.path().join("switches.yaml");
+        std::fs::write(&switches_yaml, yaml).unwrap();
+        let mut me = FabricLab {
+            lab,
+            topo,
+            fab,
+            p4dir,
+            ports,
+            pids: vec![0; n],
+            hosts,
+            link_iface,
+            switches_yaml,
+        };
+        for s in 0..n {
+            me.start_switch(s);
+        }
+        me
+    }
+
+    /// Starts (or restarts) switch `s` with an empty pipeline, as a rebooted switch comes back.
+    pub fn start_switch(&mut self, s: usize) {
+        let json = self.p4dir.join("canary.json");
+        let log = self.lab.dir.path().join(format!("s{s}.log"));
+        let mut cmd = Command::new(repo_root().join("bmv2/run-switch.sh"));
+        cmd.arg(&json)
+            .arg((s + 1).to_string())
+            .arg((GRPC_BASE + s as u16).to_string())
+            .arg((THRIFT_BASE + s as u16).to_string())
+            .arg(&log)
+            .args(["-n", &self.fab]);
+        for (p, iface) in &self.ports[s] {
+            cmd.arg(format!("{p}@{iface}"));
+        }
+        let out = cmd.output().unwrap();
+        assert!(out.status.success(), "run-switch.sh: {out:?}");
+        let pid: i32 = String::from_utf8_lossy(&out.stdout).trim().parse().unwrap();
+        self.pids[s] = pid;
+        self.lab.track_pid(pid);
+    }
+
+    /// Kills switch `s` the hard way (SIGKILL), as a crash would.
+    pub fn kill_switch(&mut self, s: usize) {
+        // SAFETY: kill(2) of a process this lab started, by its PID.
+        unsafe { libc::kill(self.pids[s], libc::SIGKILL) };
+        let mut status = 0;
+        // SAFETY: reaping our own child is not required (run-switch.sh's child), so just wait
+        // until the PID is gone.
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while unsafe { libc::kill(self.pids[s], 0) } == 0 && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = &mut status;
+    }
+
+    /// Random loss on the egress of `from`'s interface toward `to`: only `from → to` drops.
+    /// `tc netem` when the kernel has it; otherwise an nftables netdev egress rule dropping a
+    /// random `loss_pct`% (kernels built without sch_netem, as on some VMs).
+    pub fn link_loss(&self, from: &str, to: &str, loss_pct: f64) {
+        let a = self.topo.switch(from).unwrap();
+        let b = self.topo.switch(to).unwrap();
+        let iface = &self.link_iface[&(a, b)];
+        let netem = Command::new("tc")
+            .args(["-n", &self.fab, "qdisc", "add", "dev", iface, "root", "netem", "loss"])
+            .arg(format!("{loss_pct}%"))
+            .output()
+            .is_ok_and(|o| o.status.success());
+        if netem {
+            return;
+        }
+        let per_million = (loss_pct * 1e4).round() as u64;
+        let nft = |args: &str| {
+            sh(Command::new("ip")
+                .args(["netns", "exec", &self.fab, "nft"])
+                .arg(args))
+        };
+        nft("add table netdev canary_loss");
+        nft(&format!(
+            "add chain netdev canary_loss {iface} {{ type filter hook egress device \"{iface}\" priority 0; }}"
+        ));
+        nft(&format!(
+            "add rule netdev canary_loss {iface} numgen random mod 1000000 < {per_million} counter drop"
+        ));
+    }
+
+    /// `canary run` inside the fabric namespace, with its stdout/stderr in files.
+    pub fn daemon(&self, args: &[&str]) -> Daemon {
+        let exe = env!("CARGO_BIN_EXE_canary");
+        let out = std::fs::File::create(self.lab.dir.path().join("daemon.out")).unwrap();
+        let err = std::fs::File::create(self.lab.dir.path().join("daemon.err")).unwrap();
+        Command::new("ip")
+            .args(["netns", "exec", &self.fab, exe, "run", "--switches"])
+            .arg(&self.switches_yaml)
+            .arg("--p4")
+            .arg(&self.p4dir)
+            .args(args)
+            .env("RUST_LOG", "canary=info,canary_switch=info")
+            .stdin(Stdio::null())
+            .stdout(out)
+            .stderr(err)
+            .spawn()
+            .map(Daemon)
+            .unwrap()
+    }
+
+    pub fn daemon_output(&self) -> String {
+        let o = std::fs::read_to_string(self.lab.dir.path().join("daemon.out")).unwrap_or_default();
+        let e = std::fs::read_to_string(self.lab.dir.path().join("daemon.err")).unwrap_or_default();
+        format!("--- stdout\n{o}\n--- stderr\n{e}")
+    }
+
+    pub fn path(&self, name: &str) -> PathBuf {
+        self.lab.dir.path().join(name)
+    }
+
+    /// Starts every host sending `pps` packets per second in `flows` concurrent UDP flows to
+    /// random other hosts, flow sizes Pareto(shape 1.2, min `min_pkts`).
+    pub fn traffic(&self, pps: u32, flows: usize, min_pkts: f64, seed: u64) -> Traffic {
+        let stop = Arc::new(AtomicBool::new(false));
+        let sent = Arc::new(AtomicU64::new(0));
+        let addrs: Vec<u32> = self.hosts.iter().map(|h| h.1).collect();
+        let threads = self
+            .hosts
+            .iter()
+            .enumerate()
+            .map(|(i, (ns, src))| {
+                let sock = RawSocket::open(ns, "eth0");
+                let (stop, sent, addrs, src) = (stop.clone(), sent.clone(), addrs.clone(), *src);
+                std::thread::spawn(move || {
+                    send_loop(sock, src, &addrs, pps, flows, min_pkts, seed + i as u64, &stop, &sent)
+                })
+            })
+            .collect();
+        Traffic {
+            stop,
+            sent,
+            threads,
+        }
+    }
+}
+
+/// The daemon process (`ip netns exec` execs it, so this is its PID); killed on drop.
+pub struct Daemon(pub Child);
+
+impl Drop for Daemon {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `GET path` from inside namespace `ns`; the body.
+pub fn http_get_in_ns(ns: &str, addr: &str, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let (ns, addr, path) = (ns.to_string(), addr.to_string(), path.to_string());
+    std::thread::spawn(move || {
+        crate::bmv2::enter_netns(&ns);
+        let mut s = std::net::TcpStream::connect(&addr).ok()?;
+        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
+        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
+        let mut body = String::new();
+        s.read_to_string(&mut body).ok()?;
+        Some(body)
+    })
+    .join()
+    .ok()
+    .flatten()
+}
+
+pub struct Traffic {
+    stop: Arc<AtomicBool>,
+    pub sent: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<()>>,
+}
+
+impl Traffic {
+    pub fn stop(self) -> u64 {
+        self.stop.store(true, Ordering::Relaxed);
+        for t in self.threads {
+            let _ = t.join();
+        }
+        self.sent.load(Ordering::Relaxed)
+    }
+}
+
+struct Flow {
+    dst: u32,
+    sport: u16,
+    left: u64,
+}
+
+#[allow(clippy::too_many_arguments)]
+fn send_loop(
+    sock: RawSocket,
+    src: u32,
+    addrs: &[u32],
+    pps: u32,
+    nflows: usize,
+    min_pkts: f64,
+    seed: u64,
+    stop: &AtomicBool,
+    sent: &AtomicU64,
+) {
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let size = Pareto::new(min_pkts, 1.2).unwrap();
+    let others: Vec<u32> = addrs.iter().copied().filter(|&a| a != src).collect();
+    let mut next_sport: u16 = 10000 + (seed % 1000) as u16 * 50;
+    let mut new_flow = |rng: &mut rand_chacha::ChaCha8Rng| {
+        next_sport = next_sport.wrapping_add(1).max(1024);
+        Flow {
+            dst: others[rng.random_range(0..others.len())],
+            sport: next_sport,
+            left: size.sample(rng).min(1e6) as u64,
+        }
+    };
+    let mut flows: Vec<Flow> = (0..nflows).map(|_| new_flow(&mut rng)).collect();
+    let gap = Duration::from_secs_f64(1.0 / f64::from(pps.max(1)));
+    let start = Instant::now();
+    let mut n: u64 = 0;
+    while !stop.load(Ordering::Relaxed) {
+        let i = rng.random_range(0..flows.len());
+        let f = &mut flows[i];
+        sock.send(&udp_frame(src, f.dst, f.sport, 5001, n as u16));
+        n += 1;
+        f.left = f.left.saturating_sub(1);
+        if f.left == 0 {
+            flows[i] = new_flow(&mut rng);
+        }
+        let due = start + gap * (n as u32);
+        if let Some(d) = due.checked_duration_since(Instant::now()) {
+            std::thread::sleep(d);
+        }
+        sent.fetch_add(1, Ordering::Relaxed);
+    }
+}
+
+/// An Ethernet/IPv4/UDP frame. The destination MAC is nobody's, so receiving hosts drop it
+/// silently (no ICMP back into the fabric); the switches forward on IPv4 only.
+pub fn udp_frame(src: u32, dst: u32, sport: u16, dport: u16, seq: u16) -> Vec<u8> {
+    let payload = 64usize;
+    let mut f = Vec::with_capacity(14 + 28 + payload);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
+    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
+    f.extend_from_slice(&0x0800u16.to_be_bytes());
+    let total = (20 + 8 + payload) as u16;
+    let mut ip = [0u8; 20];
+    ip[0] = 0x45;
+    ip[2..4].copy_from_slice(&total.to_be_bytes());
+    ip[4..6].copy_from_slice(&seq.to_be_bytes());
+    ip[8] = 64;
+    ip[9] = 17;
+    ip[12..16].copy_from_slice(&src.to_be_bytes());
+    ip[16..20].copy_from_slice(&dst.to_be_bytes());
+    let mut sum: u32 = ip
+        .chunks(2)
+        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
+        .sum();
+    while sum > 0xffff {
+        sum = (sum & 0xffff) + (sum >> 16);
+    }
+    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
+    f.extend_from_slice(&ip);
+    f.extend_from_slice(&sport.to_be_bytes());
+    f.extend_from_slice(&dport.to_be_bytes());
+    f.extend_from_slice(&(8 + payload as u16).to_be_bytes());
+    f.extend_from_slice(&[0, 0]);
+    f.resize(f.len() + payload, 0xab);
+    f
+}
+
+/// Waits for `child` up to `timeout`; kills it (by PID) when it overstays.
+pub fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
+    let deadline = Instant::now() + timeout;
+    loop {
+        if let Ok(Some(s)) = child.try_wait() {
+            return Some(s);
+        }
+        if Instant::now() > deadline {
+            let _ = child.kill();
+            let _ = child.wait();
+            return None;
+        }
+        std::thread::sleep(Duration::from_millis(100));
+    }
+}
+
+/// Reads the daemon's `--json` document.
+pub fn read_json(path: &Path) -> serde_json::Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap_or_default()).unwrap_or_default()
+}

@@ -1,0 +1,169 @@
+//! The switches file: where each switch of the topology answers, and which port faces which
+//! neighbor. Written by hand for a lab, or by `testbed/` for a Mininet fabric.
+//!
+//! ```yaml
+//! switches:
+//!   edge0_0:
+//!     grpc: 127.0.0.1:50001     # P4Runtime
+//!     device_id: 1
+//!     thrift: 127.0.0.1:9091    # BMv2 only: register harvest
+//!     ports: {h0_0_0: 1, h0_0_1: 2, agg0_0: 3, agg0_1: 4}
+//! ```
+
+use crate::p4rt::TlsFiles;
+use canary_core::topo::{SwitchIx, Topology};
+use serde::Deserialize;
+use std::collections::{BTreeMap, HashMap};
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchEndpoint {
+    /// `host:port` of the P4Runtime server.
+    pub grpc: String,
+    pub device_id: u64,
+    /// `host:port` of BMv2's Thrift server (register harvest on BMv2).
+    #[serde(default)]
+    pub thrift: Option<String>,
+    /// Data-plane port of each neighbor, switch or host, by its topology name.
+    pub ports: BTreeMap<String, u32>,
+    #[serde(default)]
+    pub tls: Option<TlsFiles>,
+}
+
+#[derive(Clone, Debug, Deserialize, PartialEq)]
+#[serde(deny_unknown_fields)]
+pub struct SwitchesFile {
+    pub switches: BTreeMap<String, SwitchEndpoint>,
+}
+
+#[derive(Debug, thiserror::Error)]
+pub enum SwitchesError {
+    #[error("cannot read switches file {0}: {1}")]
+    Read(String, std::io::Error),
+    #[error("switches file {file}: {detail}")]
+    Parse { file: String, detail: String },
+    #[error("switches file {file}: {field}: {detail}")]
+    Invalid {
+        file: String,
+        field: String,
+        detail: String,
+    },
+}
+
+/// One switch's endpoint, checked against the topology.
+#[derive(Clone, Debug)]
+pub struct BoundSwitch {
+    pub ix: SwitchIx,
+    pub name: String,
+    pub endpoint: SwitchEndpoint,
+    /// Port toward each neighboring switch.
+    pub switch_ports: HashMap<SwitchIx, u32>,
+    /// Port toward each attached host (index into `Topology::hosts`).
+    pub host_ports: HashMap<u32, u32>,
+}
+
+impl SwitchesFile {
+    pub fn load(path: &str) -> Result<Self, SwitchesError> {
+        let text =
+            std::fs::read_to_string(path).map_err(|e| SwitchesError::Read(path.into(), e))?;
+        Self::parse(path, &text)
+    }
+
+    pub fn parse(file: &str, text: &str) -> Result<Self, SwitchesError> {
+        let de = serde_norway::Deserializer::from_str(text);
+        serde_path_to_error::deserialize(de).map_err(|e| {
+            let path = e.path().to_string();
+            let inner = e.into_inner();
+            let line = inner
+                .location()
+                .map(|l| format!(" (line {})", l.line()))
+                .unwrap_or_default();
+            SwitchesError::Parse {
+                file: file.into(),
+                detail: format!("{path}{line}: {inner}"),
+            }
+        })
+    }
+
+    /// Checks every topology switch has an entry and every neighbor a distinct port; returns the
+    /// switches in topology order.
+    pub fn bind(&self, file: &str, topo: &Topology) -> Result<Vec<BoundSwitch>, SwitchesError> {
+        let invalid = |field: String, detail: String| SwitchesError::Invalid {
+            file: file.into(),
+            field,
+            detail,
+        };
+        for name in self.switches.keys() {
+            if topo.switch(name).is_none() {
+                return Err(invalid(
+                    format!("switches.{name}"),
+                    format!("no switch `{name}` in topology {}", topo.name),
+                ));
+            }
+        }
+        let mut seen_grpc: HashMap<(&str, u64), &str> = HashMap::new();
+        let mut out = Vec::new();
+        for (ix, sw) in topo.switches.iter().enumerate() {
+            let ix = ix as SwitchIx;
+            let ep = self.switches.get(&sw.name).ok_or_else(|| {
+                invalid(
+                    format!("switches.{}", sw.name),
+                    "missing: every switch of the topology needs an entry".into(),
+                )
+            })?;
+            if let Some(other) = seen_grpc.insert((ep.grpc.as_str(), ep.device_id), &sw.name) {
+                return Err(invalid(
+                    format!("switches.{}.grpc", sw.name),
+                    format!(
+                        "{} device {} is also given to `{other}`",
+                        ep.grpc, ep.device_id
+                    ),
+                ));
+            }
+            let mut switch_ports = HashMap::new();
+            let mut host_ports = HashMap::new();
+            let mut used: HashMap<u32, String> = HashMap::new();
+            let mut take = |neighbor: &str| -> Result<u32, SwitchesError> {
+                let port = *ep.ports.get(neighbor).ok_or_else(|| {
+                    invalid(
+                        format!("switches.{}.ports", sw.name),
+                        format!("no port for neighbor `{neighbor}`"),
+                    )
+                })?;
+                if port >= 511 {
+                    return Err(invalid(
+                        format!("switches.{}.ports.{neighbor}", sw.name),
+                        format!("port {port} does not fit the 9-bit port field (511 is drop)"),
+                    ));
+                }
+                if let Some(prev) = used.insert(port, neighbor.to_string()) {
+                    return Err(invalid(
+                        format!("switches.{}.ports.{neighbor}", sw.name),
+                        format!("port {port} is also given to `{prev}`"),
+                    ));
+                }
+                Ok(port)
+            };
+            for &n in topo.neighbors(ix) {
+                switch_ports.insert(n, take(topo.name_of(n))?);
+            }
+            for &h in topo.hosts_of(ix) {
+                host_ports.insert(h, take(&topo.hosts[h as usize].name)?);
+            }
+            if let Some(extra) = ep.ports.keys().find(|k| !used.values().any(|u| u == *k)) {
+                return Err(invalid(
+                    format!("switches.{}.ports.{extra}", sw.name),
+                    format!("`{extra}` is not a neighbor of {} in the topology", sw.name),
+                ));
+            }
+            out.push(BoundSwitch {
+                ix,
+                name: sw.name.clone(),
+                endpoint: ep.clone(),
+                switch_ports,
+                host_ports,
+            });
+        }
+        Ok(out)
+    }
+}
