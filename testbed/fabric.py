@@ -18,7 +18,8 @@ installs all forwarding. It then
 * writes STATE/switches.yaml (gRPC, device id, Thrift, and the BMv2 port of every neighbour) for
   `canary run --switches`, STATE/pids.tsv and STATE/intfs.txt (what it started and created, for
   run.sh's last-resort clean-up), and STATE/ready when everything is up;
-* starts the traffic generator (`canary traffic`) in every host unless --traffic is omitted;
+* starts the traffic generator (`canary traffic`) in every host unless --traffic is omitted
+  (receiving at once, sending when the --traffic-trigger file appears);
 * holds the network until SIGTERM/SIGINT, or until the process --parent names is gone; then
   stops generators (collecting their statistics in STATE/traffic/), kills every switch by its
   PID, deletes every link, and checks that none of its interfaces or processes is left.
@@ -497,7 +498,11 @@ class Fabric:
         for k, (h, addr, _) in enumerate(self.hosts):
             stats = os.path.join(self.state, "traffic", f"{h}.json")
             cmd = [a.traffic, "traffic", "--me", addr, "--dests", addrs, "--rate", str(a.rate),
-                   "--seed", str(a.seed * 1000 + k), "--stats", stats] + a.traffic_arg
+                   "--seed", str(a.seed * 1000 + k), "--stats", stats]
+            if a.traffic_trigger:
+                # Receivers up now; senders wait for the trigger file (hosts share our filesystem).
+                cmd += ["--start-file", os.path.abspath(a.traffic_trigger), "--start-delay-ms", "0"]
+            cmd += a.traffic_arg
             out = open(os.path.join(self.state, "traffic", f"{h}.log"), "w")
             p = self.net[h].popen(cmd, stdout=out, stderr=subprocess.STDOUT,
                                   stdin=subprocess.DEVNULL)
@@ -561,6 +566,7 @@ class Fabric:
             with open(os.path.join(self.state, "fault_drops.json"), "w") as f:
                 json.dump(drops, f, indent=1)
         if self.net is not None:
+            self.save_link_load()
             for sw in self.net.switches:
                 if sw.bmv2_pid is not None:
                     stop_pid(sw.bmv2_pid, f"simple_switch_grpc {sw.name}")
@@ -572,6 +578,19 @@ class Fabric:
             log(f"LEFT BEHIND: {what}")
         if not self.left:
             log("teardown: no interface or process left")
+
+    def save_link_load(self):
+        """Frames each directed link carried (tx of FROM's interface): STATE/link_load.json."""
+        load = {}
+        for x, y in self.links:
+            for a, b in ((x, y), (y, x)):
+                try:
+                    with open(f"/sys/class/net/{self.intf(a, b)}/statistics/tx_packets") as f:
+                        load[f"{a}->{b}"] = int(f.read())
+                except OSError:
+                    pass
+        with open(os.path.join(self.state, "link_load.json"), "w") as f:
+            json.dump(load, f, indent=1)
 
     def leftovers(self):
         out = []
@@ -598,8 +617,9 @@ def main():
     ap.add_argument("--traffic-arg", action="append", default=[],
                     help="extra argument for `canary traffic` (repeatable)")
     ap.add_argument("--traffic-trigger", metavar="FILE",
-                    help="start the traffic only once FILE exists (run.sh creates it when the "
-                    "controller has programmed the switches); default: at once")
+                    help="generators receive at once but send only once FILE exists (run.sh "
+                    "creates it when the controller has programmed the switches); default: "
+                    "send 2 s after start")
     ap.add_argument("--rate", type=float, default=100.0, help="packets/s sent by each host")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--loss-method", choices=["auto", "netem", "bpf"], default="auto",
@@ -633,7 +653,7 @@ def main():
     code = 0
     try:
         fabric.up()
-        if args.traffic and not args.traffic_trigger:
+        if args.traffic:
             fabric.start_traffic()
         with open(os.path.join(fabric.state, "ready"), "w") as f:
             f.write(f"{os.getpid()}\n")
@@ -647,9 +667,6 @@ def main():
                 break
             if args.hold and time.time() - t0 > args.hold:
                 break
-            if (args.traffic and args.traffic_trigger and not fabric.generators
-                    and os.path.exists(args.traffic_trigger)):
-                fabric.start_traffic()
             for sw in fabric.net.switches:
                 if sw.bmv2_proc.poll() is not None and sw.bmv2_pid is not None:
                     log(f"simple_switch_grpc {sw.name} died (exit {sw.bmv2_proc.returncode}); "

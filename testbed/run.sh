@@ -195,10 +195,10 @@ setsid "${cmd[@]}" >"$state/canary.log" 2>&1 </dev/null &
 daemon_pid=$!
 tail -n +1 -f --pid=$daemon_pid "$state/canary.log" &
 tail_pid=$!
-# Traffic starts once the controller has programmed every switch (its first epoch report);
-# packets sent before would be dropped for want of a route.
+# Hosts send once the controller has pushed the pipeline and forwarding to every switch (it says
+# "configured N switches"); packets sent before would be dropped for want of a route.
 for _ in $(seq 1200); do
-    if [ -s "$state/report.jsonl" ] || grep -q "forwarding installed" "$state/canary.log" 2>/dev/null; then
+    if [ -s "$state/report.jsonl" ] || grep -q "^configured [0-9]* switches" "$state/canary.log" 2>/dev/null; then
         touch "$state/go"
         break
     fi

@@ -68,6 +68,10 @@ pub struct TrafficArgs {
     /// packet flies (a packet to a host not yet listening would be lost and draw an ICMP error).
     #[arg(long, default_value_t = 2000)]
     pub start_delay_ms: u64,
+    /// Receive only until this file exists (then `--start-delay-ms` more), so the sending of
+    /// every host can start the moment the fabric is programmed. Polled every 10 ms.
+    #[arg(long)]
+    pub start_file: Option<PathBuf>,
     /// After the sender stops, keep receiving this long.
     #[arg(long, default_value_t = 1500)]
     pub drain_ms: u64,
@@ -271,6 +275,11 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
     let mut payload = vec![0u8; a.payload];
     payload[..MAGIC.len()].copy_from_slice(MAGIC);
     let interval = Duration::from_secs_f64(1.0 / a.rate);
+    if let Some(f) = &a.start_file {
+        while !f.exists() && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
     std::thread::sleep(Duration::from_millis(a.start_delay_ms));
     let start = Instant::now();
     // A random phase, so hosts started together do not send in lockstep.
