@@ -2,8 +2,11 @@
 # Canary end to end on a Mininet fabric of BMv2 switches, with injected packet loss.
 #
 #   testbed/run.sh --topology fattree:4|FILE --faults FILE|none --epochs N --json OUT
-#                  [--epoch-ms 1000] [--rate PPS] [--seed N] [--svg OUT.svg]
-#                  [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS...]
+#                  [--epoch-ms 1000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
+#                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS]
+#
+# --rate: packets/s each host sends (default 75), in --flows concurrent UDP flows (default 8) of
+# Pareto(1.2) sizes of at least --min-packets packets (default 50).
 #
 # Builds the P4 program (bmv2/build.sh) and `canary` (cargo build --release, unless --canary),
 # brings up the fabric (testbed/fabric.py: one Mininet host per host, one BMv2 per switch, faults
@@ -18,16 +21,18 @@
 # whether anything was left behind. Run as root. Exit status: the controller's, or 1 on a
 # testbed failure, 2 on bad usage or a missing tool, 130 on Ctrl-C.
 set -euo pipefail
-
+# The whole script is one block, parsed before it runs: editing run.sh during a run cannot break it.
+{
 here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 PY=/usr/bin/python3 # Debian's: Mininet from apt is installed for it
 
-usage() { sed -n '2,7p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "testbed: error: $*" >&2; exit 2; }
 say() { echo "testbed: $*" >&2; }
 
-topology="" faults="" epochs="" json="" epoch_ms=1000 rate=100 seed=1 svg="" keep="" canary=""
+topology="" faults="" epochs="" json="" epoch_ms=1000 rate=75 flows=8 min_packets=50 seed=1 svg=""
+keep="" canary=""
 extra=()
 while [ $# -gt 0 ]; do
     case $1 in
@@ -37,6 +42,8 @@ while [ $# -gt 0 ]; do
     --json) json=${2:?}; shift 2 ;;
     --epoch-ms) epoch_ms=${2:?}; shift 2 ;;
     --rate) rate=${2:?}; shift 2 ;;
+    --flows) flows=${2:?}; shift 2 ;;
+    --min-packets) min_packets=${2:?}; shift 2 ;;
     --seed) seed=${2:?}; shift 2 ;;
     --svg) svg=${2:?}; shift 2 ;;
     --keep-logs) keep=${2:?}; shift 2 ;;
@@ -54,6 +61,8 @@ done
 [[ $epoch_ms =~ ^[1-9][0-9]*$ ]] || die "--epoch-ms: \`$epoch_ms\` is not a positive integer"
 [[ $rate =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--rate: \`$rate\` is not a number of packets/s"
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed: \`$seed\` is not a non-negative integer"
+[[ $flows =~ ^[1-9][0-9]*$ ]] || die "--flows: \`$flows\` is not a positive integer"
+[[ $min_packets =~ ^[1-9][0-9]*$ ]] || die "--min-packets: \`$min_packets\` is not a positive integer"
 if [ "$faults" != none ] && [ ! -r "$faults" ]; then die "--faults: cannot read \`$faults\`"; fi
 if [[ $topology != fattree:* ]] && [ ! -r "$topology" ]; then
     die "--topology: cannot read \`$topology\` (and it is not fattree:K)"
@@ -68,8 +77,10 @@ done
 $PY -c 'import mininet.net, yaml' 2>/dev/null || die "$PY cannot import mininet and yaml: run testbed/install.sh"
 
 # One testbed at a time on a machine: interface names and ports are fixed.
+# CANARY_TESTBED_LOCK_WAIT=S waits up to S seconds for a run in progress (the tests use it).
 exec 9>/run/lock/canary-testbed.lock
-flock -n 9 || die "another testbed run holds /run/lock/canary-testbed.lock"
+flock -w "${CANARY_TESTBED_LOCK_WAIT:-0}" 9 ||
+    die "another testbed run holds /run/lock/canary-testbed.lock"
 
 if [ -n "$keep" ]; then
     mkdir -p "$keep"
@@ -163,15 +174,18 @@ fi
 "$canary" topology "$topology" >"$state/topology.yaml"
 if [ "$faults" = none ]; then
     echo "faults: []" >"$state/faults.yaml"
+    faults_file=$state/faults.yaml
 else
-    cp "$faults" "$state/faults.yaml"
+    cp "$faults" "$state/faults.yaml" # the truth, kept with the logs
+    faults_file=$(realpath "$faults") # errors name the user's file
 fi
 
 # ---------------------------------------------------------------- fabric
 # Its own session: Ctrl-C reaches run.sh only, which then stops the controller before the fabric.
 setsid "$PY" "$here/fabric.py" --topology "$state/topology.yaml" --p4-json "$state/p4/canary.json" \
-    --state "$state" --faults "$state/faults.yaml" --parent $$ \
+    --state "$state" --faults "$faults_file" --parent $$ \
     --traffic "$canary" --traffic-trigger "$state/go" --rate "$rate" --seed "$seed" \
+    --traffic-arg=--flows="$flows" --traffic-arg=--min-packets="$min_packets" \
     >"$state/fabric.log" 2>&1 </dev/null &
 fabric_pid=$!
 for _ in $(seq 1800); do
@@ -187,9 +201,19 @@ done
 sed 's/^/  /' "$state/fabric.log" >&2
 
 # ---------------------------------------------------------------- controller
+# The testbed's defaults for the controller, unless given after `--` (docs/testbed.md says why):
+# a 300 ms drain (BMv2 under load holds packets longer than the 50 ms default), n' = 2 (a segment
+# must lose packets in two epochs of the window: single-packet artifacts stay out), and eta = 8
+# (flows are selected sooner at these low rates).
+for d in "--drain-ms 300" "--min-lossy-epochs 2" "--eta 8"; do
+    flag=${d%% *}
+    if [[ " ${extra[*]-} " != *" $flag "* && " ${extra[*]-} " != *" $flag="* ]]; then
+        extra+=($d)
+    fi
+done
 cmd=("$canary" run --topology "$topology" --target bmv2 --switches "$state/switches.yaml"
     --p4 "$state/p4" --epoch-ms "$epoch_ms" --epochs "$epochs" --report "$state/report.jsonl"
-    --json "$json" --faults "$state/faults.yaml" "${extra[@]}")
+    --json "$json" --faults "$faults_file" "${extra[@]}")
 say "${cmd[*]}"
 setsid "${cmd[@]}" >"$state/canary.log" 2>&1 </dev/null &
 daemon_pid=$!
@@ -225,3 +249,4 @@ if [ -n "$svg" ]; then
     "$canary" draw --topology "$topology" --json "$json" --out "$svg" && say "fabric picture: $svg"
 fi
 exit 0
+}
