@@ -22,8 +22,12 @@ fi
 command -v simple_switch_grpc >/dev/null || { echo "SKIP: simple_switch_grpc not on PATH" >&2; exit 0; }
 ifs=()
 for i in "$@"; do ifs+=(-i "$i"); done
+# The notifications socket defaults to /tmp/bmv2-<device-id>-notifications.ipc, shared by every
+# switch with that device id on the machine (namespaces do not separate IPC paths): keep it
+# beside the log instead, so several fabrics can run at once.
 "${prefix[@]}" simple_switch_grpc --device-id "$device" "${ifs[@]}" \
     --thrift-port "$thrift" --log-file "$log" --log-flush -L "${BMV2_LOG_LEVEL:-warn}" \
+    --notifications-addr "ipc://$log.notifications.ipc" \
     "$json" -- --grpc-server-addr "127.0.0.1:$grpc" >"$log.stdout" 2>&1 &
 pid=$!
 echo "$pid"

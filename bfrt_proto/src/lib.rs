@@ -1,6 +1,6 @@
 //! P4Runtime (and BFRuntime) messages and gRPC services, generated from the wire-compatible
 //! subsets in `proto/`. Package paths mirror the protobuf packages: `p4::v1`, `p4::config::v1`,
-//! `google::rpc`.
+//! `google::rpc`, `bfrt_proto` (Tofino's BF Runtime, re-exported as [`bfrt`]).
 
 pub mod google {
     pub mod rpc {
@@ -19,5 +19,11 @@ pub mod p4 {
     }
 }
 
+/// BF Runtime (`bfruntime.proto`, package `bfrt_proto`): Tofino's bf_switchd API.
+pub mod bfrt_proto {
+    tonic::include_proto!("bfrt_proto");
+}
+
+pub use bfrt_proto as bfrt;
 pub use p4::config::v1 as p4info;
 pub use p4::v1 as p4rt;

@@ -144,8 +144,8 @@ pub async fn run(
         None => vec![],
         Some(f) if f == "none" => vec![],
         Some(f) => {
-            let text =
-                std::fs::read_to_string(f).with_context(|| format!("cannot read fault file {f}"))?;
+            let text = std::fs::read_to_string(f)
+                .with_context(|| format!("cannot read fault file {f}"))?;
             fault::parse(f, &text, &topo)?
         }
     };

@@ -276,8 +276,9 @@ struct RunArgs {
     /// Epochs to run; 0 runs until Ctrl-C or SIGTERM.
     #[arg(long, default_value_t = 0)]
     epochs: u32,
-    /// Wait after a parity flip for packets still in flight, milliseconds.
-    #[arg(long, default_value_t = 50)]
+    /// Wait after a parity flip for packets still in flight, milliseconds. BMv2 queues
+    /// packets for tens of milliseconds per hop under load; Tofino needs microseconds.
+    #[arg(long, default_value_t = 200)]
     drain_ms: u64,
     /// Append one JSON line per epoch to this file.
     #[arg(long)]

@@ -187,10 +187,7 @@ impl Metrics {
 }
 
 /// Serves `GET /metrics` on `addr` until the process ends; returns the bound address.
-pub async fn serve(
-    addr: &str,
-    metrics: Arc<Metrics>,
-) -> anyhow::Result<std::net::SocketAddr> {
+pub async fn serve(addr: &str, metrics: Arc<Metrics>) -> anyhow::Result<std::net::SocketAddr> {
     use anyhow::Context;
     let listener = tokio::net::TcpListener::bind(addr)
         .await

@@ -35,7 +35,10 @@ fn phases(json: &Value) -> [f64; 4] {
     let tail = &epochs[2.min(epochs.len())..];
     let mut sum = [0.0; 4];
     for e in tail {
-        for (i, k) in ["harvest", "detect", "localize", "select"].iter().enumerate() {
+        for (i, k) in ["harvest", "detect", "localize", "select"]
+            .iter()
+            .enumerate()
+        {
             sum[i] += e["phases_ms"][k].as_f64().unwrap();
         }
     }
@@ -103,7 +106,10 @@ fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
     // Mid-run: metrics are served, and a lower election id gets no write access.
     std::thread::sleep(Duration::from_secs(8));
     let metrics = http_get_in_ns(&lab.fab, "127.0.0.1:9464", "/metrics").unwrap_or_default();
-    let lines_mid = std::fs::read_to_string(&report).unwrap_or_default().lines().count();
+    let lines_mid = std::fs::read_to_string(&report)
+        .unwrap_or_default()
+        .lines()
+        .count();
     let second = second_controller_write(&lab.fab, 5);
 
     let status = wait_child(&mut d.0, Duration::from_secs(120));
@@ -220,7 +226,7 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         return;
     }
     let mut lab = FabricLab::new(load_topology("fattree:4", None).unwrap());
-    let traffic = lab.traffic(120, 8, 200.0, 3);
+    let traffic = lab.traffic(60, 8, 200.0, 3);
     let json = lab.path("run.json");
     let d = lab.daemon(&[
         "--topology",
@@ -274,17 +280,13 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         .iter()
         .flat_map(|e| {
             let n = e["epoch"].as_u64().unwrap();
-            e["disturbed"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(move |d| {
-                    (
-                        n,
-                        d["switch"].as_str().unwrap().to_string(),
-                        d["detail"].as_str().unwrap().to_string(),
-                    )
-                })
+            e["disturbed"].as_array().unwrap().iter().map(move |d| {
+                (
+                    n,
+                    d["switch"].as_str().unwrap().to_string(),
+                    d["detail"].as_str().unwrap().to_string(),
+                )
+            })
         })
         .collect();
     eprintln!("disturbed: {disturbed:#?}");
@@ -293,12 +295,17 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         "only core0 was touched: {disturbed:?}"
     );
     assert!(
-        disturbed.iter().any(|(_, _, d)| d.contains("without Canary's pipeline")),
+        disturbed
+            .iter()
+            .any(|(_, _, d)| d.contains("without Canary's pipeline")),
         "the restart was detected and core0 configured again: {disturbed:?}\n{}",
         lab.daemon_output()
     );
     let last = disturbed.iter().map(|d| d.0).max().unwrap();
-    assert!(last < 17, "core0 is back well before the end (last disturbed epoch {last})");
+    assert!(
+        last < 17,
+        "core0 is back well before the end (last disturbed epoch {last})"
+    );
     for e in epochs {
         assert!(
             e["blamed"].as_array().unwrap().is_empty(),

@@ -84,6 +84,9 @@ struct Slot {
     rules: Rules,
     /// A harvest of this instance was abandoned: clear it before counting in it again.
     reset_before: Option<Parity>,
+    /// The abandoned harvest, still reading or clearing: it must end before that instance is
+    /// cleared and counts again, or its late reset could wipe a newer epoch.
+    late: Option<tokio::task::JoinHandle<Result<(ThriftClient, MeterSnapshot), SwitchError>>>,
     /// Configured at least once (a later re-push means it restarted).
     configured: bool,
     digest_dropped_seen: u64,
@@ -107,6 +110,7 @@ pub struct Bmv2Fabric {
     start: Instant,
     parity: Parity,
     events: Vec<(SwitchIx, SwitchError)>,
+    harvest_deadline: Duration,
     pub counters: FabricCounters,
 }
 
@@ -146,11 +150,13 @@ impl Bmv2Fabric {
                 thrift: None,
                 rules: Rules::default(),
                 reset_before: None,
+                late: None,
                 configured: false,
                 digest_dropped_seen: 0,
             })
             .collect();
         Ok(Self {
+            harvest_deadline: opts.harvest_deadline,
             shared: Arc::new(Shared {
                 topo,
                 routing,
@@ -278,7 +284,11 @@ async fn ensure_up(sh: &Shared, slot: &mut Slot, parity: Parity) -> Result<Up, S
         &sh.routing,
         &slot.bound,
     ));
-    ups.push(modify(sh.prog.config_entry(slot.monitor, slot.mask, parity)));
+    ups.push(modify(sh.prog.config_entry(
+        slot.monitor,
+        slot.mask,
+        parity,
+    )));
     let r = &slot.rules;
     let mut rules: Vec<TableEntry> = r
         .dsm
@@ -311,6 +321,7 @@ async fn harvest_one(
     sh: &Arc<Shared>,
     slot: &mut Slot,
     parity: Parity,
+    deadline: Duration,
 ) -> Result<MeterSnapshot, SwitchError> {
     let Some(addr) = slot.bound.endpoint.thrift.clone() else {
         return Err(SwitchError::Other(format!(
@@ -322,7 +333,7 @@ async fn harvest_one(
     let sh2 = sh.clone();
     let ix = slot.bound.ix;
     let name = slot.bound.name.clone();
-    let task = tokio::task::spawn_blocking(move || {
+    let mut task = tokio::task::spawn_blocking(move || {
         let mut t = match thrift {
             Some(t) => t,
             None => ThriftClient::connect(name.clone(), addr.as_str(), thrift_timeouts(&sh2))
@@ -332,7 +343,7 @@ async fn harvest_one(
             .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
         Ok::<_, SwitchError>((t, snap))
     });
-    match tokio::time::timeout(sh.opts.harvest_deadline, task).await {
+    match tokio::time::timeout(deadline, &mut task).await {
         Ok(Ok(Ok((t, snap)))) => {
             slot.thrift = Some(t);
             Ok(snap)
@@ -343,9 +354,9 @@ async fn harvest_one(
             // The blocking read finishes on its own; its connection is dropped with it. The
             // instance may be half cleared: clear it before it counts again.
             slot.reset_before = Some(parity);
+            slot.late = Some(task);
             Err(SwitchError::Other(format!(
-                "harvest slower than its deadline ({:?}): epoch skipped for this switch",
-                sh.opts.harvest_deadline
+                "harvest slower than its deadline ({deadline:?}): epoch skipped for this switch"
             )))
         }
     }
@@ -354,6 +365,12 @@ async fn harvest_one(
 impl Bmv2Fabric {
     pub fn topology(&self) -> &Topology {
         &self.shared.topo
+    }
+
+    /// A switch whose harvest takes longer than `d` is skipped for that epoch, and the meter
+    /// instance it was reading is cleared before it counts again.
+    pub fn set_harvest_deadline(&mut self, d: Duration) {
+        self.harvest_deadline = d;
     }
 
     /// Digest messages dropped so far (queue full or over the rate limit).
@@ -381,6 +398,10 @@ impl Fabric for Bmv2Fabric {
                 if !slot.monitor {
                     return Ok(up);
                 }
+                if let Some(late) = slot.late.take() {
+                    // Bounded by the Thrift I/O timeout inside the task.
+                    let _ = tokio::time::timeout(sh.opts.timeout * 2, late).await;
+                }
                 if slot.reset_before == Some(parity) {
                     let addr = slot.bound.endpoint.thrift.clone().unwrap_or_default();
                     let regs = sh.clone();
@@ -389,8 +410,10 @@ impl Fabric for Bmv2Fabric {
                     tokio::task::spawn_blocking(move || {
                         let mut t = match t {
                             Some(t) => t,
-                            None => ThriftClient::connect(name, addr.as_str(), thrift_timeouts(&regs))
-                                .map_err(|e| SwitchError::Unreachable(e.to_string()))?,
+                            None => {
+                                ThriftClient::connect(name, addr.as_str(), thrift_timeouts(&regs))
+                                    .map_err(|e| SwitchError::Unreachable(e.to_string()))?
+                            }
                         };
                         t.reset_arrays(&regs.registers.reset_names(parity))
                             .map_err(|e| SwitchError::Unreachable(e.to_string()))
@@ -438,11 +461,12 @@ impl Fabric for Bmv2Fabric {
 
     async fn harvest(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
         let sh = self.shared.clone();
+        let deadline = self.harvest_deadline;
         let results = join_all(
             self.slots
                 .iter_mut()
                 .filter(|s| s.monitor)
-                .map(|slot| harvest_one(&sh, slot, parity)),
+                .map(|slot| harvest_one(&sh, slot, parity, deadline)),
         )
         .await;
         let monitors: Vec<(SwitchIx, bool)> = self
@@ -497,16 +521,16 @@ impl Fabric for Bmv2Fabric {
             };
             let r = &mut slot.rules;
             let (kind, entry) = match *op {
-                RuleOp::InstallDsm {
-                    flow, path_bf, ..
-                } => (
-                    r.dsm.insert((flow, path_bf)).then_some(update::Type::Insert),
+                RuleOp::InstallDsm { flow, path_bf, .. } => (
+                    r.dsm
+                        .insert((flow, path_bf))
+                        .then_some(update::Type::Insert),
                     prog.dsm_entry(&flow, path_bf),
                 ),
-                RuleOp::RemoveDsm {
-                    flow, path_bf, ..
-                } => (
-                    r.dsm.remove(&(flow, path_bf)).then_some(update::Type::Delete),
+                RuleOp::RemoveDsm { flow, path_bf, .. } => (
+                    r.dsm
+                        .remove(&(flow, path_bf))
+                        .then_some(update::Type::Delete),
                     prog.dsm_entry(&flow, path_bf),
                 ),
                 RuleOp::InstallUsm { flow, .. } => (

@@ -10,7 +10,9 @@
 //! * [`switches`]: the switches file (endpoints and ports), checked against the topology.
 //! * [`forwarding`]: routes and ECMP groups derived from the topology.
 //! * [`bmv2_fabric`]: the `Fabric` the controller runs on, over BMv2 switches.
+//! * [`bfrt`]: a BF Runtime client for the TNA program on Tofino (names resolved from bfrt.json).
 
+pub mod bfrt;
 pub mod bmv2_fabric;
 pub mod bmv2_meters;
 pub mod bmv2_thrift;

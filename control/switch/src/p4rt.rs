@@ -117,7 +117,11 @@ fn fmt_details(d: &[(usize, i32, String)]) -> String {
     if shown.is_empty() {
         String::new()
     } else if d.len() > shown.len() {
-        format!(" [{} ... and {} more]", shown.join("; "), d.len() - shown.len())
+        format!(
+            " [{} ... and {} more]",
+            shown.join("; "),
+            d.len() - shown.len()
+        )
     } else {
         format!(" [{}]", shown.join("; "))
     }
@@ -293,7 +297,10 @@ impl P4RtClient {
                 update: Some(stream_message_response::Update::Arbitration(a)),
             })) => {
                 let st = a.status.unwrap_or_default();
-                (st.code == 0, format!("{:?}: {}", tonic::Code::from(st.code), st.message))
+                (
+                    st.code == 0,
+                    format!("{:?}: {}", tonic::Code::from(st.code), st.message),
+                )
             }
             Some(Ok(other)) => {
                 return Err(P4RtError::StreamClosed {
@@ -537,7 +544,12 @@ async fn stream_task(
                     }
                 }
                 Some(stream_message_response::Update::Error(e)) => {
-                    tracing::warn!(switch = name, "stream error: {}: {}", e.canonical_code, e.message);
+                    tracing::warn!(
+                        switch = name,
+                        "stream error: {}: {}",
+                        e.canonical_code,
+                        e.message
+                    );
                 }
                 None => {}
             },

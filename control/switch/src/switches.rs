@@ -167,3 +167,75 @@ impl SwitchesFile {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_core::topo::yaml;
+
+    const LINE: &str = "name: line2\nmonitors: top+bottom\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";
+
+    fn bind(text: &str) -> Result<Vec<BoundSwitch>, SwitchesError> {
+        let topo = yaml::parse("line2.yaml", LINE).unwrap();
+        SwitchesFile::parse("sw.yaml", text)?.bind("sw.yaml", &topo)
+    }
+
+    const GOOD: &str = "switches:\n  s1: {grpc: 127.0.0.1:50001, device_id: 1, thrift: 127.0.0.1:9091, ports: {h1: 1, s2: 2}}\n  s2: {grpc: 127.0.0.1:50002, device_id: 2, ports: {h2: 1, s1: 2}}\n";
+
+    #[test]
+    fn a_good_file_binds_ports_to_neighbors() {
+        let b = bind(GOOD).unwrap();
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0].switch_ports[&1], 2);
+        assert_eq!(b[0].host_ports[&0], 1);
+        assert_eq!(b[1].endpoint.thrift, None);
+    }
+
+    #[test]
+    fn bad_files_name_the_field() {
+        let cases = [
+            (
+                GOOD.replace(
+                    "  s2: {grpc: 127.0.0.1:50002, device_id: 2, ports: {h2: 1, s1: 2}}\n",
+                    "",
+                ),
+                "switches.s2: missing",
+            ),
+            (
+                GOOD.replace("s1: 2}", "s1: 2, s9: 3}"),
+                "switches.s2.ports.s9: `s9` is not a neighbor",
+            ),
+            (
+                GOOD.replace("{h2: 1, s1: 2}", "{h2: 1, s1: 1}"),
+                "port 1 is also given to",
+            ),
+            (
+                GOOD.replace("{h2: 1, s1: 2}", "{h2: 1}"),
+                "switches.s2.ports: no port for neighbor `s1`",
+            ),
+            (
+                GOOD.replace("{h1: 1, s2: 2}", "{h1: 1, s2: 600}"),
+                "does not fit the 9-bit port field",
+            ),
+            (
+                GOOD.replace("device_id: 2", "device_id: 2, grcp: x"),
+                "line 3",
+            ),
+            (
+                GOOD.replace("device_id: 2", "device_id: two"),
+                "switches.s2.device_id",
+            ),
+            (
+                format!("{GOOD}  s3: {{grpc: a:1, device_id: 3, ports: {{}}}}\n"),
+                "no switch `s3` in topology",
+            ),
+        ];
+        for (text, want) in cases {
+            let e = bind(&text).expect_err(want).to_string();
+            assert!(
+                e.contains("sw.yaml") && e.contains(want),
+                "`{e}` should say `{want}`"
+            );
+        }
+    }
+}

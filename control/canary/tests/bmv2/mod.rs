@@ -11,6 +11,8 @@ use std::time::{Duration, Instant};
 
 pub const THRIFT_PORT: u16 = 9090;
 
+static LABS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
+
 /// Why the lab cannot run here, or `None` when it can.
 pub fn missing() -> Option<String> {
     for tool in ["p4c", "simple_switch_grpc", "simple_switch_CLI", "ip"] {
@@ -100,7 +102,12 @@ pub struct Lab {
 impl Lab {
     pub fn new() -> Self {
         Lab {
-            tag: format!("cn{}", std::process::id() % 100000),
+            // Unique per lab: tests of one binary run in parallel, each with its own lab.
+            tag: format!(
+                "cn{}x{}",
+                std::process::id() % 100000,
+                LABS.fetch_add(1, std::sync::atomic::Ordering::Relaxed)
+            ),
             namespaces: Vec::new(),
             pids: Vec::new(),
             dir: tempfile::tempdir().unwrap(),

@@ -73,7 +73,15 @@ impl FabricLab {
             let ns = lab.netns(&format!("h{h}"));
             lab.veth(&fab, &iface, &ns, "eth0");
             let ip = canary_core::topo::ipv4(host.addr);
-            sh(Command::new("ip").args(["-n", &ns, "addr", "add", &format!("{ip}/8"), "dev", "eth0"]));
+            sh(Command::new("ip").args([
+                "-n",
+                &ns,
+                "addr",
+                "add",
+                &format!("{ip}/8"),
+                "dev",
+                "eth0",
+            ]));
             hosts.push((ns, host.addr));
         }
         let mut link_iface = BTreeMap::new();
@@ -161,7 +169,9 @@ impl FabricLab {
         let b = self.topo.switch(to).unwrap();
         let iface = &self.link_iface[&(a, b)];
         let netem = Command::new("tc")
-            .args(["-n", &self.fab, "qdisc", "add", "dev", iface, "root", "netem", "loss"])
+            .args([
+                "-n", &self.fab, "qdisc", "add", "dev", iface, "root", "netem", "loss",
+            ])
             .arg(format!("{loss_pct}%"))
             .output()
             .is_ok_and(|o| o.status.success());
@@ -227,7 +237,17 @@ impl FabricLab {
                 let sock = RawSocket::open(ns, "eth0");
                 let (stop, sent, addrs, src) = (stop.clone(), sent.clone(), addrs.clone(), *src);
                 std::thread::spawn(move || {
-                    send_loop(sock, src, &addrs, pps, flows, min_pkts, seed + i as u64, &stop, &sent)
+                    send_loop(
+                        sock,
+                        src,
+                        &addrs,
+                        pps,
+                        flows,
+                        min_pkts,
+                        seed + i as u64,
+                        &stop,
+                        &sent,
+                    )
                 })
             })
             .collect();

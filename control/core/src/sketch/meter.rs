@@ -315,11 +315,39 @@ impl Usm {
 
     /// The count of any clean bucket holding `flow` (all of them agree), if there is one.
     pub fn clean_count(&self, flow: &FlowId, h: FlowHashes) -> Option<u32> {
-        positions(self.config, h)
-            .map(|pos| &self.buckets[pos])
-            .find(|b| !b.dirty && b.flow == Some(*flow))
-            .map(|b| b.count)
+        match self.clean_lookup(flow, h) {
+            CleanLookup::Count(c) => Some(c),
+            CleanLookup::Missing | CleanLookup::Torn => None,
+        }
     }
+
+    /// The flow's count from its clean buckets, checking that they agree. On a switch they can
+    /// disagree only when the meter was read while still counting (rows are separate register
+    /// arrays, read one after the other).
+    pub fn clean_lookup(&self, flow: &FlowId, h: FlowHashes) -> CleanLookup {
+        let mut found = CleanLookup::Missing;
+        for b in positions(self.config, h).map(|pos| &self.buckets[pos]) {
+            if b.dirty || b.flow != Some(*flow) {
+                continue;
+            }
+            found = match found {
+                CleanLookup::Missing => CleanLookup::Count(b.count),
+                CleanLookup::Count(c) if c == b.count => found,
+                _ => return CleanLookup::Torn,
+            };
+        }
+        found
+    }
+}
+
+/// What a USM says about one flow.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CleanLookup {
+    /// No clean bucket holds the flow.
+    Missing,
+    Count(u32),
+    /// Clean buckets hold different counts: read while counting.
+    Torn,
 }
 
 /// A flow read from a clean DSM bucket.
@@ -347,13 +375,20 @@ impl Dsm {
         }
     }
 
-    /// One record per flow with at least one clean bucket, sorted by flow.
+    /// One record per flow with at least one clean bucket, sorted by flow; flows whose clean
+    /// buckets disagree are left out (see [`Dsm::clean_flows_checked`]).
     pub fn clean_flows(&self) -> Vec<DsmRecord> {
+        self.clean_flows_checked().0
+    }
+
+    /// [`Dsm::clean_flows`], and how many flows were left out because their clean buckets
+    /// disagree: on a switch, the meter was read while a packet was still being counted.
+    pub fn clean_flows_checked(&self) -> (Vec<DsmRecord>, u64) {
         // Visit non-empty buckets in memory order (a harvest of wide meters is mostly empty and
         // random access into it is what costs), keep clean ones, then one record per flow.
         let mut used = self.used.clone();
         used.sort_unstable();
-        let mut out: Vec<DsmRecord> = used
+        let mut all: Vec<DsmRecord> = used
             .iter()
             .map(|&i| &self.buckets[i as usize])
             .filter(|b| !b.dirty)
@@ -365,17 +400,17 @@ impl Dsm {
                 })
             })
             .collect();
-        out.sort_unstable_by_key(|r| r.flow);
-        out.dedup_by(|later, first| {
-            let same = later.flow == first.flow;
-            debug_assert!(
-                !same || later == first,
-                "clean buckets of {} disagree",
-                first.flow
-            );
-            same
-        });
-        out
+        all.sort_unstable_by_key(|r| r.flow);
+        let mut out = Vec::with_capacity(all.len());
+        let mut torn = 0;
+        for group in all.chunk_by(|a, b| a.flow == b.flow) {
+            if group.iter().all(|r| r == &group[0]) {
+                out.push(group[0]);
+            } else {
+                torn += 1;
+            }
+        }
+        (out, torn)
     }
 }
 

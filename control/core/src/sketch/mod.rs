@@ -27,6 +27,6 @@ pub use error::SketchConfigError;
 pub use hash::{crc16, crc32, hashpipe_index, meter_index, FlowHashes};
 pub use hashpipe::{HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
 pub use meter::{
-    p_clean, Bucket, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm, UsmBucket,
+    p_clean, Bucket, CleanLookup, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm, UsmBucket,
     DSM_BUCKET_BITS, USM_BUCKET_BITS,
 };
