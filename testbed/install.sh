@@ -11,11 +11,11 @@
 #   ethtool      turns off checksum offload on veths (BMv2 forwards raw frames; a partial
 #                checksum left by offload would reach the destination host as a bad one)
 #   python3-yaml topology and SWITCHES.yaml I/O for the testbed's Python
-#   procps       ps/pgrep-free checks in the teardown report (ps)
+# (flock, setsid: util-linux, always there.)
 # Not from Debian: p4c and BMv2 (simple_switch_grpc, simple_switch_CLI); see DEVELOPERS.md /
 # README. This script only says whether they are on PATH.
 set -euo pipefail
-pkgs=(mininet iproute2 ethtool python3-yaml procps)
+pkgs=(mininet iproute2 ethtool python3-yaml)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
