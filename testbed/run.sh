@@ -229,6 +229,7 @@ for _ in $(seq 1200); do
     kill -0 $daemon_pid 2>/dev/null || break
     sleep 0.1
 done
+[ -e "$state/go" ] || say "warning: canary run did not say it configured the switches; no traffic was started"
 rc=0
 wait $daemon_pid || rc=$?
 daemon_pid=""
