@@ -7,6 +7,7 @@ pub mod daemon;
 pub mod draw;
 pub mod eval;
 pub mod metrics;
+pub mod overhead;
 pub mod report;
 pub mod setup;
 pub mod simulate;

@@ -34,6 +34,9 @@ enum Command {
     Run(Box<RunArgs>),
     /// Run every localizer of the papers on one simulated fabric and score them side by side.
     Eval(EvalArgs),
+    /// Memory and decoding cost against FlowRadar, LossRadar and FermatSketch (Fig. 6, Table II),
+    /// flow selection under churn (Fig. 7), heavy hitters against HashPipe (Fig. 11).
+    Overhead(OverheadArgs),
     /// Check that every segment's pathBF decodes; reassign switch IDs where it does not.
     Audit(AuditArgs),
     /// Print a topology as YAML (e.g. `canary topology fattree:8 > k8.yaml`).
@@ -160,6 +163,42 @@ struct EvalArgs {
 }
 
 #[derive(Args)]
+struct OverheadArgs {
+    /// Comma-separated parts: fig6, table2, fig7, fig11.
+    #[arg(long, default_value = "fig6,table2,fig7,fig11")]
+    only: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Fig. 6: trials per memory point (99 % success needs at most 1 failure in 100).
+    #[arg(long, default_value_t = 100)]
+    trials: usize,
+    /// Fig. 6: comma-separated link loss rates.
+    #[arg(long, default_value = "1e-4,1e-3,1e-2,1e-1")]
+    losses: String,
+    /// Fig. 6: flows through the link per 100 ms epoch.
+    #[arg(long, default_value_t = 10_000)]
+    flows: usize,
+    /// Fig. 6: Pareto shape of the flow sizes (the minimum is set to keep the mean at ≈ 80 packets).
+    #[arg(long, default_value_t = 1.2)]
+    size_shape: f64,
+    /// Fig. 7 and 11: epochs of 100 ms.
+    #[arg(long, default_value_t = 300)]
+    epochs: u32,
+    /// Fig. 7 and 11: flow arrivals per second of the synthetic trace.
+    #[arg(long, default_value_t = 30_000.0)]
+    arrivals: f64,
+    /// Fig. 7 and 11: read this pcap (classic libpcap) instead of the synthetic trace.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Write the figures as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw fig6.svg, fig7.svg and fig11.svg into this directory.
+    #[arg(long)]
+    svg_dir: Option<PathBuf>,
+}
+
+#[derive(Args)]
 struct AuditArgs {
     #[arg(long, default_value = "fattree:4")]
     topology: String,
@@ -185,6 +224,7 @@ fn main() -> Result<()> {
         Some(Command::Run(a)) => run_cmd(*a),
         Some(Command::Eval(a)) => eval_cmd(a),
         Some(Command::Audit(a)) => audit_cmd(a),
+        Some(Command::Overhead(a)) => overhead_cmd(a),
         Some(Command::Draw(a)) => canary::draw::main(&a),
         Some(Command::Traffic(a)) => canary::traffic_gen::main(&a),
         Some(Command::Topology { spec, monitors }) => {
@@ -435,6 +475,60 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
     if let Some(path) = &a.svg {
         let title = format!("{} seeds {seeds} (mean)", opts.sim.topology);
         eval::plot::render_svg(path, &title, &sweep.mean_stages())?;
+    }
+    Ok(())
+}
+
+fn overhead_cmd(a: OverheadArgs) -> Result<()> {
+    use canary::overhead::{self, fig6::Fig6Options, plot, TraceSpec};
+    let mut opts = overhead::OverheadOptions {
+        parts: overhead::parse_parts(&a.only)?,
+        seed: a.seed,
+        epochs: a.epochs,
+        ..Default::default()
+    };
+    opts.fig6 = Fig6Options {
+        losses: a
+            .losses
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--losses {}: not a list of numbers", a.losses))?,
+        trials: a.trials,
+        seed: a.seed,
+        ..Default::default()
+    };
+    opts.fig6.traffic.flows = a.flows;
+    opts.fig6.traffic.size_shape = a.size_shape;
+    opts.fig6.traffic.size_min = 14.0 * (a.size_shape - 1.0) / a.size_shape * 6.0;
+    opts.trace = match a.pcap {
+        Some(p) => TraceSpec::pcap(p)?,
+        None => TraceSpec::Synthetic {
+            cfg: canary::overhead::traffic::ChurnConfig {
+                duration_s: a.epochs as f64 * 0.1,
+                arrivals_per_s: a.arrivals,
+                ..Default::default()
+            },
+            seed: a.seed,
+        },
+    };
+    let r = overhead::run(&opts)?;
+    print!("{}", overhead::render(&r));
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(dir) = &a.svg_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Some(f) = &r.fig6 {
+            plot::fig6(&dir.join("fig6.svg"), f)?;
+        }
+        if let Some(f) = &r.fig7 {
+            plot::fig7(&dir.join("fig7.svg"), f)?;
+        }
+        if let Some(f) = &r.fig11 {
+            plot::fig11(&dir.join("fig11.svg"), f)?;
+        }
     }
     Ok(())
 }

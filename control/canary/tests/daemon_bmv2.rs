@@ -75,7 +75,7 @@ fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
     lab.link_loss("s1", "s2", 10.0);
     let faults = lab.path("faults.yaml");
     std::fs::write(&faults, "faults:\n  - {link: [s1, s2], loss: 0.1}\n").unwrap();
-    let traffic = lab.traffic(400, 8, 200.0, 7);
+    let traffic = lab.traffic(200, 8, 200.0, 7);
     let json = lab.path("run.json");
     let report = lab.path("epochs.jsonl");
     let mut d = lab.daemon(&[

@@ -50,6 +50,8 @@ pub struct P4RtConfig {
     pub tls: Option<TlsFiles>,
     /// Deadline of every unary call, and of connecting.
     pub timeout: Duration,
+    /// Deadline of a pipeline push (the switch parses and loads the whole program).
+    pub pipeline_timeout: Duration,
     /// Digest lists queued before further ones are dropped (and counted).
     pub digest_queue: usize,
     /// Digest messages accepted per second; the excess is dropped and counted.
@@ -66,6 +68,7 @@ impl P4RtConfig {
             role: String::new(),
             tls: None,
             timeout: Duration::from_secs(2),
+            pipeline_timeout: Duration::from_secs(30),
             digest_queue: 1024,
             digest_rate: 20_000,
         }
@@ -171,6 +174,35 @@ pub struct P4RtClient {
     pub primary: bool,
     /// What the arbitration reply said.
     pub arbitration: String,
+    /// The stream reader; it holds the request side open, so it must end with the client.
+    stream_task: tokio::task::JoinHandle<()>,
+}
+
+impl Drop for P4RtClient {
+    /// Ends the stream channel, so the switch frees this election id at once.
+    fn drop(&mut self) {
+        self.stream_task.abort();
+    }
+}
+
+/// Runs one unary call with a deadline, as the switch's error or DEADLINE_EXCEEDED.
+async fn call<T>(
+    switch: &str,
+    op: &'static str,
+    deadline: Duration,
+    fut: impl std::future::Future<Output = Result<tonic::Response<T>, tonic::Status>>,
+) -> Result<T, P4RtError> {
+    match tokio::time::timeout(deadline, fut).await {
+        Ok(Ok(r)) => Ok(r.into_inner()),
+        Ok(Err(s)) => Err(rpc_error(switch, op, s)),
+        Err(_) => Err(P4RtError::Rpc {
+            switch: switch.to_string(),
+            op,
+            code: tonic::Code::DeadlineExceeded,
+            message: format!("no answer within {deadline:?}"),
+            details: Vec::new(),
+        }),
+    }
 }
 
 fn uint128(x: u128) -> Uint128 {
@@ -211,7 +243,6 @@ async fn endpoint(cfg: &P4RtConfig) -> Result<Endpoint, P4RtError> {
     let mut ep = Endpoint::from_shared(format!("{scheme}://{}", cfg.endpoint))
         .map_err(|e| connect_err(e.to_string()))?
         .connect_timeout(cfg.timeout)
-        .timeout(cfg.timeout)
         .tcp_nodelay(true);
     if let Some(tls) = &cfg.tls {
         let read = |p: &PathBuf| {
@@ -318,7 +349,7 @@ impl P4RtClient {
         };
         let stats = Arc::new(StreamStats::default());
         let (dtx, digests) = mpsc::channel(cfg.digest_queue.max(1));
-        tokio::spawn(stream_task(
+        let stream_task = tokio::spawn(stream_task(
             cfg.name.clone(),
             cfg.digest_rate,
             inbound,
@@ -334,6 +365,7 @@ impl P4RtClient {
             stats,
             primary,
             arbitration,
+            stream_task,
         })
     }
 
@@ -375,10 +407,15 @@ impl P4RtClient {
                 cookie: Some(p4rt::forwarding_pipeline_config::Cookie { cookie }),
             }),
         };
-        self.client
-            .set_forwarding_pipeline_config(req)
-            .await
-            .map_err(|s| rpc_error(&self.cfg.name, "SetForwardingPipelineConfig", s))?;
+        let name = self.cfg.name.clone();
+        let deadline = self.cfg.pipeline_timeout;
+        call(
+            &name,
+            "SetForwardingPipelineConfig",
+            deadline,
+            self.client.set_forwarding_pipeline_config(req),
+        )
+        .await?;
         Ok(())
     }
 
@@ -388,15 +425,20 @@ impl P4RtClient {
             device_id: self.cfg.device_id,
             response_type: ResponseType::CookieOnly as i32,
         };
-        match self.client.get_forwarding_pipeline_config(req).await {
-            Ok(r) => Ok(r
-                .into_inner()
-                .config
-                .and_then(|c| c.cookie)
-                .map(|c| c.cookie)),
+        let name = self.cfg.name.clone();
+        let timeout = self.cfg.timeout;
+        match call(
+            &name,
+            "GetForwardingPipelineConfig",
+            timeout,
+            self.client.get_forwarding_pipeline_config(req),
+        )
+        .await
+        {
+            Ok(r) => Ok(r.config.and_then(|c| c.cookie).map(|c| c.cookie)),
             // BMv2 answers FAILED_PRECONDITION before a pipeline is set.
-            Err(s) if s.code() == tonic::Code::FailedPrecondition => Ok(None),
-            Err(s) => Err(rpc_error(&self.cfg.name, "GetForwardingPipelineConfig", s)),
+            Err(e) if e.code() == Some(tonic::Code::FailedPrecondition) => Ok(None),
+            Err(e) => Err(e),
         }
     }
 
@@ -412,10 +454,9 @@ impl P4RtClient {
                 updates: chunk,
                 atomicity: 0,
             };
-            self.client
-                .write(req)
-                .await
-                .map_err(|s| rpc_error(&self.cfg.name, "Write", s))?;
+            let name = self.cfg.name.clone();
+            let timeout = self.cfg.timeout;
+            call(&name, "Write", timeout, self.client.write(req)).await?;
         }
         Ok(())
     }
@@ -427,12 +468,9 @@ impl P4RtClient {
             role: self.cfg.role.clone(),
             entities,
         };
-        let mut stream = self
-            .client
-            .read(req)
-            .await
-            .map_err(|s| rpc_error(&self.cfg.name, "Read", s))?
-            .into_inner();
+        let name = self.cfg.name.clone();
+        let timeout = self.cfg.timeout;
+        let mut stream = call(&name, "Read", timeout, self.client.read(req)).await?;
         let mut out = Vec::new();
         while let Some(r) = stream.next().await {
             out.extend(

@@ -2,8 +2,10 @@
 //! (certificates made with the `openssl` command for this test). Skips loudly without
 //! simple_switch_grpc, p4c or openssl.
 
+use bfrt_proto::p4rt::{update, Update};
 use canary_switch::p4info::P4InfoIndex;
-use canary_switch::p4rt::{P4RtClient, P4RtConfig, TlsFiles};
+use canary_switch::p4rt::{P4RtClient, P4RtConfig, P4RtError, TlsFiles};
+use canary_switch::program::{table_entity, CanaryProgram};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -87,7 +89,7 @@ impl Drop for Switch {
 }
 
 #[test]
-fn pipeline_push_over_tls() {
+fn pipeline_push_and_write_errors_over_tls() {
     for tool in ["simple_switch_grpc", "p4c", "openssl"] {
         if !on_path(tool) {
             eprintln!("SKIP: {tool} missing from PATH");
@@ -153,6 +155,34 @@ fn pipeline_push_over_tls() {
         assert!(c.primary);
         c.set_pipeline(&idx.bytes, &json, 42).await.unwrap();
         assert_eq!(c.pipeline_cookie().await.unwrap(), Some(42));
+
+        // A batch whose second update fails: the error names the switch and says which update
+        // failed and why (google.rpc.Status details, one p4.v1.Error per update).
+        let prog = CanaryProgram::resolve(&idx).unwrap();
+        let insert = |bf: u32| Update {
+            r#type: update::Type::Insert as i32,
+            entity: Some(table_entity(prog.hh_entry(bf, 4))),
+        };
+        let e = c
+            .write(vec![insert(0x11), insert(0x11), insert(0x22)], 10)
+            .await
+            .expect_err("a duplicate insert fails");
+        match &e {
+            P4RtError::Rpc {
+                switch, details, ..
+            } => {
+                assert_eq!(switch, "tls-switch");
+                assert_eq!(details.len(), 1, "{e}");
+                assert_eq!(details[0].0, 1, "{e}");
+                assert_eq!(
+                    tonic::Code::from(details[0].1),
+                    tonic::Code::AlreadyExists,
+                    "{e}"
+                );
+            }
+            other => panic!("expected an RPC error with details, got {other}"),
+        }
+        assert!(e.to_string().contains("update 1: AlreadyExists"), "{e}");
 
         // Plain text against the TLS server fails, and says where.
         let mut plain = cfg.clone();

@@ -202,9 +202,8 @@ impl Lab {
             .unwrap();
         let out = child.wait_with_output().unwrap();
         let text = String::from_utf8_lossy(&out.stdout).into_owned();
-        let bad = ["Error", "Invalid", "exception", "not found", "Traceback"];
         assert!(
-            out.status.success() && !bad.iter().any(|b| text.contains(b)),
+            out.status.success() && !CLI_ERRORS.iter().any(|b| text.contains(b)),
             "simple_switch_CLI in {ns} failed on\n{commands}\n{text}{}",
             String::from_utf8_lossy(&out.stderr)
         );
@@ -213,43 +212,158 @@ impl Lab {
 
     /// Whole register arrays: name -> values.
     pub fn registers(&self, ns: &str, names: &[&str]) -> HashMap<String, Vec<u64>> {
-        let cmds: String = names
-            .iter()
-            .map(|n| format!("register_read {n}\n"))
-            .collect();
-        let text = self.cli(ns, &cmds);
-        let mut out = HashMap::new();
-        for line in text.lines() {
-            let line = line.trim_start_matches("RuntimeCmd: ").trim();
-            let Some((name, values)) = line.split_once("= ") else {
-                continue;
-            };
-            if !names.contains(&name) {
-                continue;
-            }
-            let v = values
-                .split(", ")
-                .map(|x| x.trim().parse().unwrap())
-                .collect();
-            out.insert(name.to_string(), v);
-        }
-        assert_eq!(
-            out.len(),
-            names.len(),
-            "register_read output in {ns}:\n{text}"
-        );
-        out
+        let text = self.cli(ns, &register_reads(names));
+        parse_registers(ns, names, &text)
     }
 
     /// Packets counted by an indirect counter at `index` (CLI: `name[i]= (B bytes, P packets)`).
     pub fn counter(&self, ns: &str, name: &str, index: u32) -> u64 {
         let text = self.cli(ns, &format!("counter_read {name} {index}\n"));
-        let packets = text
-            .split(" packets)")
-            .next()
-            .and_then(|head| head.rsplit(' ').next())
-            .and_then(|n| n.parse().ok());
-        packets.unwrap_or_else(|| panic!("counter_read {name} in {ns}:\n{text}"))
+        parse_counter(ns, name, &text)
+    }
+}
+
+fn register_reads(names: &[&str]) -> String {
+    names
+        .iter()
+        .map(|n| format!("register_read {n}\n"))
+        .collect()
+}
+
+fn parse_registers(ns: &str, names: &[&str], text: &str) -> HashMap<String, Vec<u64>> {
+    let mut out = HashMap::new();
+    for line in text.lines() {
+        let line = line.trim_start_matches("RuntimeCmd: ").trim();
+        let Some((name, values)) = line.split_once("= ") else {
+            continue;
+        };
+        if !names.contains(&name) {
+            continue;
+        }
+        let v = values
+            .split(", ")
+            .map(|x| x.trim().parse().unwrap())
+            .collect();
+        out.insert(name.to_string(), v);
+    }
+    assert_eq!(
+        out.len(),
+        names.len(),
+        "register_read output in {ns}:\n{text}"
+    );
+    out
+}
+
+fn parse_counter(ns: &str, name: &str, text: &str) -> u64 {
+    let packets = text
+        .split(" packets)")
+        .next()
+        .and_then(|head| head.rsplit(' ').next())
+        .and_then(|n| n.parse().ok());
+    packets.unwrap_or_else(|| panic!("counter_read {name} in {ns}:\n{text}"))
+}
+
+const CLI_ERRORS: [&str; 5] = ["Error", "Invalid", "exception", "not found", "Traceback"];
+const CLI_PROMPT: &str = "RuntimeCmd: ";
+
+/// One long-lived simple_switch_CLI (a Python process takes ~0.5 s to start on a loaded
+/// machine; a session answers a command in milliseconds). Commands go one line at a time; the
+/// answer is what the CLI prints before its next prompt. Closed (stdin EOF, then waited for) on
+/// drop.
+pub struct CliSession {
+    ns: String,
+    child: std::process::Child,
+    stdin: Option<std::process::ChildStdin>,
+    out: std::process::ChildStdout,
+}
+
+impl CliSession {
+    pub fn open(ns: &str) -> Self {
+        let mut child = Command::new("ip")
+            .args(["netns", "exec", ns, "simple_switch_CLI", "--thrift-port"])
+            .arg(THRIFT_PORT.to_string())
+            .env("PYTHONUNBUFFERED", "1")
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take();
+        let out = child.stdout.take().unwrap();
+        let mut s = CliSession {
+            ns: ns.to_string(),
+            child,
+            stdin,
+            out,
+        };
+        let banner = s.read_to_prompt();
+        assert!(
+            !banner.contains("Could not"),
+            "simple_switch_CLI in {ns}: {banner}"
+        );
+        s
+    }
+
+    fn read_to_prompt(&mut self) -> String {
+        use std::io::Read;
+        let mut text = Vec::new();
+        let mut byte = [0u8; 256];
+        while !text.ends_with(CLI_PROMPT.as_bytes()) {
+            let n = self.out.read(&mut byte).expect("read simple_switch_CLI");
+            assert!(
+                n > 0,
+                "simple_switch_CLI in {} exited: {}",
+                self.ns,
+                String::from_utf8_lossy(&text)
+            );
+            text.extend_from_slice(&byte[..n]);
+        }
+        text.truncate(text.len() - CLI_PROMPT.len());
+        String::from_utf8_lossy(&text).into_owned()
+    }
+
+    /// Runs `commands` (one per line); panics when the CLI reports an error.
+    pub fn run(&mut self, commands: &str) -> String {
+        let mut all = String::new();
+        for line in commands.lines().filter(|l| !l.trim().is_empty()) {
+            let stdin = self.stdin.as_mut().unwrap();
+            stdin.write_all(format!("{line}\n").as_bytes()).unwrap();
+            stdin.flush().unwrap();
+            let text = self.read_to_prompt();
+            assert!(
+                !CLI_ERRORS.iter().any(|b| text.contains(b)),
+                "simple_switch_CLI in {} failed on {line}:\n{text}",
+                self.ns
+            );
+            all += &text;
+        }
+        all
+    }
+
+    pub fn registers(&mut self, names: &[&str]) -> HashMap<String, Vec<u64>> {
+        let text = self.run(&register_reads(names));
+        parse_registers(&self.ns, names, &text)
+    }
+
+    pub fn counter(&mut self, name: &str, index: u32) -> u64 {
+        let text = self.run(&format!("counter_read {name} {index}\n"));
+        parse_counter(&self.ns, name, &text)
+    }
+}
+
+impl Drop for CliSession {
+    fn drop(&mut self) {
+        drop(self.stdin.take());
+        let deadline = Instant::now() + Duration::from_secs(2);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                return;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        // The child this session spawned, by its own handle.
+        let _ = self.child.kill();
+        let _ = self.child.wait();
     }
 }
 
@@ -324,6 +438,18 @@ impl RawSocket {
     /// Incoming frames (not our own outgoing ones) until `pred` accepts one or `timeout`.
     pub fn recv_until(&self, timeout: Duration, pred: impl Fn(&[u8]) -> bool) -> Option<Vec<u8>> {
         let deadline = Instant::now() + timeout;
+        while let Some(left) = deadline.checked_duration_since(Instant::now()) {
+            match self.recv_timeout(left) {
+                Some(frame) if pred(&frame) => return Some(frame),
+                _ => continue,
+            }
+        }
+        None
+    }
+
+    /// The next incoming frame (not our own outgoing ones), or `None` after `timeout`.
+    pub fn recv_timeout(&self, timeout: Duration) -> Option<Vec<u8>> {
+        let deadline = Instant::now() + timeout;
         let mut buf = vec![0u8; 9216];
         while let Some(left) = deadline.checked_duration_since(Instant::now()) {
             let mut pfd = libc::pollfd {
@@ -352,12 +478,25 @@ impl RawSocket {
             if n < 0 || sll.sll_pkttype == libc::PACKET_OUTGOING {
                 continue;
             }
-            let frame = &buf[..n as usize];
-            if pred(frame) {
-                return Some(frame.to_vec());
-            }
+            return Some(buf[..n as usize].to_vec());
         }
         None
+    }
+
+    /// Sets the kernel receive buffer (SO_RCVBUFFORCE, root) so bursts are not dropped at the
+    /// socket while the reader is descheduled.
+    pub fn set_recv_buffer(&self, bytes: i32) {
+        // SAFETY: setsockopt on the fd this value owns with a valid int.
+        let r = unsafe {
+            libc::setsockopt(
+                self.0,
+                libc::SOL_SOCKET,
+                libc::SO_RCVBUFFORCE,
+                (&bytes as *const i32).cast(),
+                std::mem::size_of::<i32>() as u32,
+            )
+        };
+        assert_eq!(r, 0, "SO_RCVBUFFORCE");
     }
 }
 

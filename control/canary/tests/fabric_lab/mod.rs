@@ -36,6 +36,34 @@ pub struct FabricLab {
     /// Interface in the fabric namespace on `from`'s side of each directed link `[from, to]`.
     pub link_iface: BTreeMap<(SwitchIx, SwitchIx), String>,
     pub switches_yaml: PathBuf,
+    /// One fabric at a time per test binary: two dozen BMv2 processes per lab share two cores,
+    /// and two labs at once starve each other into dropping packets. Last field: released
+    /// after everything above is torn down.
+    _serial: Serial,
+}
+
+static BUSY: std::sync::Mutex<bool> = std::sync::Mutex::new(false);
+static FREED: std::sync::Condvar = std::sync::Condvar::new();
+
+/// Holds the one-lab-at-a-time slot (a guard that, unlike a MutexGuard, may cross threads).
+struct Serial;
+
+impl Serial {
+    fn take() -> Self {
+        let mut busy = BUSY.lock().unwrap_or_else(|e| e.into_inner());
+        while *busy {
+            busy = FREED.wait(busy).unwrap_or_else(|e| e.into_inner());
+        }
+        *busy = true;
+        Serial
+    }
+}
+
+impl Drop for Serial {
+    fn drop(&mut self) {
+        *BUSY.lock().unwrap_or_else(|e| e.into_inner()) = false;
+        FREED.notify_one();
+    }
 }
 
 fn sh(cmd: &mut Command) {
@@ -50,6 +78,7 @@ fn sh(cmd: &mut Command) {
 impl FabricLab {
     /// Builds the namespaces, links and switches of `topo` (switches started, not configured).
     pub fn new(topo: Topology) -> Self {
+        let serial = Serial::take();
         let mut lab = Lab::new();
         let p4dir = lab.dir.path().join("p4");
         crate::bmv2::build(&p4dir);
@@ -119,6 +148,7 @@ impl FabricLab {
             hosts,
             link_iface,
             switches_yaml,
+            _serial: serial,
         };
         for s in 0..n {
             me.start_switch(s);

@@ -11,19 +11,29 @@
 //! * [`HashPipe`]: heavy-hitter selection feeding the HH table.
 //! * [`p_clean`]: Theorem 2, the probability a flow keeps a clean bucket.
 //!
+//! The comparison sketches of the paper's overhead experiments (Sec. IV-B, Table I) live here too,
+//! on seeded hashes ([`seeded`]) rather than the P4 contract: [`flowradar`], [`lossradar`],
+//! [`fermat`] (ChameleMon's FermatSketch), and the original 6-stage HashPipe ([`hashpipe_orig`]).
+//! Their decoders return [`DecodeError`] rather than a partial answer.
+//!
 //! Not modelled here: the match+action tables that choose which flows are counted (DSM, USM and
 //! HH tables), the odd/even epoch instances, DSCP marking, digests, and register read-out. Those
 //! are control-plane or pipeline concerns; this module only models register state transitions.
 
 pub mod error;
+pub mod fermat;
+pub mod flowradar;
 pub mod hash;
 pub mod hashpipe;
+pub mod hashpipe_orig;
+pub mod lossradar;
 pub mod meter;
+pub mod seeded;
 
 #[cfg(test)]
 mod tests;
 
-pub use error::SketchConfigError;
+pub use error::{DecodeError, SketchConfigError};
 pub use hash::{crc16, crc32, hashpipe_index, meter_index, FlowHashes};
 pub use hashpipe::{HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
 pub use meter::{

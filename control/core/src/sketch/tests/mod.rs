@@ -1,5 +1,6 @@
 //! Tests of the sketch reference model.
 
+mod baseline_tests;
 mod hash_tests;
 mod hashpipe_tests;
 mod meter_tests;

@@ -1,0 +1,573 @@
+//! Fig. 6: minimum memory for a 99 % decoding success rate, and decoding time, of FlowRadar,
+//! LossRadar, FermatSketch and Canary on the two-switch network, against the link's loss rate.
+//!
+//! Each trial draws one epoch of traffic ([`LinkEpoch`]: 10k flows, 100 ms) and, per loss rate,
+//! which packets the link drops (independently, with probability p). A sketch *succeeds* on a
+//! trial when its decoder returns exactly the true losses (every lossy flow and its lost packets
+//! for FlowRadar and FermatSketch, every lost packet for LossRadar); a decoding error or a
+//! wrong answer is a failure. Memory is searched over the width of a row: the minimum width
+//! at which at least 99 % of the trials succeed (all trials share their traffic across widths).
+//!
+//! Memory of each structure, per switch (Table I):
+//! * FlowRadar: `3·w` cells of 144 bits plus a flow filter of 1/9 of that.
+//! * LossRadar: `3·w` buckets of 152 bits. FermatSketch: `3·w` buckets of 136 bits.
+//! * Canary: USM `3·w × 137` bits at the upstream switch, DSM `3·w × 169` bits and HashPipe
+//!   `3 × 32 × 136` bits at the downstream switch (the paper's placement), `w` a power of two.
+//!
+//! What Canary must do at loss rate p: observe the loss. It counts the flows the HashPipe
+//! reports (first count above η = 16, in report order) until they carry
+//! `N(p) = ⌈ln(0.01) / ln(1 − p)⌉` packets, the fewest for which at least one loss is seen with
+//! probability 0.99 (that is, α = N(p) and β = 1). Canary succeeds on a trial when every monitored
+//! flow keeps a clean USM and DSM bucket, so the minus meter reads every monitored flow's loss
+//! exactly; the JSON also gives the share of trials in which a loss was actually seen.
+//!
+//! The search encodes FlowRadar and FermatSketch at both switches flow by flow (`insert_n`,
+//! equal to packet-by-packet insertion, tested in the core). LossRadar's search builds the
+//! difference meter from the lost packets directly ([`LossRadarDiff::of_lost`]); at the width
+//! found, the timing trials encode every packet at both switches, subtract, check the result
+//! equals that shortcut bucket for bucket, and decode. Decode time is the median over the
+//! timing trials of the decoder alone (for Canary, the minus meter).
+
+use super::link::Line2;
+use super::traffic::{LinkEpoch, LinkTraffic};
+use anyhow::{ensure, Result};
+use canary_core::detect::minus_meters;
+use canary_core::sketch::fermat::{FermatConfig, FermatSketch};
+use canary_core::sketch::flowradar::{self, FlowRadar, FlowRadarConfig};
+use canary_core::sketch::lossradar::{LossRadar, LossRadarConfig, LossRadarDiff, PacketId};
+use canary_core::sketch::seeded::mix64;
+use canary_core::sketch::{
+    Dsm, FlowHashes, HashPipe, HashPipeConfig, MeterConfig, Usm, DSM_BUCKET_BITS,
+    HASHPIPE_ENTRY_BITS, USM_BUCKET_BITS,
+};
+use canary_core::FlowId;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
+use std::collections::{BTreeMap, HashSet};
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Instant;
+
+#[derive(Clone, Debug)]
+pub struct Fig6Options {
+    pub losses: Vec<f64>,
+    pub trials: usize,
+    pub seed: u64,
+    pub traffic: LinkTraffic,
+    /// HashPipe count a flow must exceed to be reported (Table III).
+    pub eta: u32,
+    /// Required decoding success rate.
+    pub target: f64,
+    /// Trials timed at the width found.
+    pub timing_trials: usize,
+}
+
+impl Default for Fig6Options {
+    fn default() -> Self {
+        Fig6Options {
+            losses: vec![1e-4, 1e-3, 1e-2, 1e-1],
+            trials: 100,
+            seed: 1,
+            traffic: LinkTraffic::default(),
+            eta: 16,
+            target: 0.99,
+            timing_trials: 10,
+        }
+    }
+}
+
+/// One structure at one loss rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Point {
+    /// Buckets (cells) per row at the minimum.
+    pub width: usize,
+    /// Memory of one switch: one sketch; for Canary, the USM, DSM and HashPipe a monitor switch
+    /// hosts (in the two-switch run the USM sits upstream and the DSM and HashPipe downstream).
+    pub memory_bytes: f64,
+    pub success_rate: f64,
+    /// Median decode time at that width, µs.
+    pub decode_us: f64,
+    /// Mean number of items decoded per trial: flows (FlowRadar, upstream), lost packets
+    /// (LossRadar), lossy flows (FermatSketch), monitored flows (Canary).
+    pub items: f64,
+}
+
+/// Canary's extra figures at one loss rate.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct CanaryExtra {
+    /// N(p): packets to count to see a loss with probability 0.99.
+    pub packets_needed: u64,
+    /// Share of trials in which the monitored flows showed a loss.
+    pub detection_rate: f64,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Row {
+    pub loss: f64,
+    pub flowradar: Option<Point>,
+    pub lossradar: Option<Point>,
+    pub fermat: Option<Point>,
+    pub canary: Option<Point>,
+    pub canary_extra: CanaryExtra,
+    /// Canary's memory as a share of FermatSketch's.
+    pub canary_over_fermat: Option<f64>,
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Fig6 {
+    pub traffic: LinkTraffic,
+    pub trials: usize,
+    pub target: f64,
+    pub mean_packets: f64,
+    pub rows: Vec<Row>,
+}
+
+/// One trial's traffic and what the downstream HashPipe reports.
+struct Trial {
+    seed: u64,
+    epoch: LinkEpoch,
+    hashes: Vec<FlowHashes>,
+    /// Flow indices in the order the HashPipe reports them.
+    reported: Vec<u32>,
+}
+
+/// One trial at one loss rate.
+struct Lost {
+    per_flow: Vec<u32>,
+    packets: Vec<PacketId>,
+    truth: BTreeMap<FlowId, u32>,
+    /// Flow indices Canary monitors.
+    monitored: Vec<u32>,
+}
+
+impl Trial {
+    fn draw(seed: u64, cfg: &LinkTraffic, eta: u32) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let epoch = LinkEpoch::draw(cfg, &mut rng);
+        let hashes: Vec<FlowHashes> = epoch.flows.iter().map(FlowHashes::of).collect();
+        let mut hp = HashPipe::new(HashPipeConfig::default()).expect("default");
+        let mut seen = HashSet::new();
+        let mut reported = Vec::new();
+        for (_, i) in epoch.packet_order(cfg.epoch_ns, &mut rng) {
+            let c = hp.update(&epoch.flows[i as usize], hashes[i as usize]);
+            if c > eta && seen.insert(i) {
+                reported.push(i);
+            }
+        }
+        Trial {
+            seed,
+            epoch,
+            hashes,
+            reported,
+        }
+    }
+
+    fn lose(&self, p: f64) -> Lost {
+        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ p.to_bits());
+        let mut per_flow = vec![0u32; self.epoch.flows.len()];
+        let mut packets = Vec::new();
+        let mut next = gap(p, &mut rng);
+        for (i, &n) in self.epoch.sizes.iter().enumerate() {
+            let n = n as u64;
+            let mut cursor = 0u64;
+            while next < n - cursor {
+                let ipid = (cursor + next) as u16;
+                packets.push(PacketId {
+                    flow: self.epoch.flows[i],
+                    ipid,
+                });
+                per_flow[i] += 1;
+                cursor += next + 1;
+                next = gap(p, &mut rng);
+            }
+            next -= n - cursor;
+        }
+        packets.sort_unstable();
+        let truth = per_flow
+            .iter()
+            .enumerate()
+            .filter(|(_, &l)| l > 0)
+            .map(|(i, &l)| (self.epoch.flows[i], l))
+            .collect();
+        let need = packets_needed(p);
+        let mut monitored = Vec::new();
+        let mut counted = 0u64;
+        for &i in &self.reported {
+            if counted >= need {
+                break;
+            }
+            monitored.push(i);
+            counted += self.epoch.sizes[i as usize] as u64;
+        }
+        Lost {
+            per_flow,
+            packets,
+            truth,
+            monitored,
+        }
+    }
+}
+
+/// Packets that pass before the next drop: geometric with success probability 1 − p.
+fn gap(p: f64, rng: &mut impl Rng) -> u64 {
+    if p <= 0.0 {
+        return u64::MAX / 2;
+    }
+    let u: f64 = rng.random_range(f64::MIN_POSITIVE..1.0);
+    (u.ln() / (1.0 - p).ln()).floor().min(u64::MAX as f64 / 4.0) as u64
+}
+
+/// N(p) = ⌈ln(0.01) / ln(1 − p)⌉: packets to count to see a loss with probability 0.99.
+pub fn packets_needed(p: f64) -> u64 {
+    ((0.01f64).ln() / (1.0 - p).ln()).ceil() as u64
+}
+
+/// Canary's memory at meter width `w`: USM + DSM (3 rows each) + the 3 × 32 HashPipe.
+pub fn canary_bits(w: usize) -> usize {
+    3 * w * (USM_BUCKET_BITS + DSM_BUCKET_BITS) + 3 * 32 * HASHPIPE_ENTRY_BITS
+}
+
+/// Success rate of `ok` over the trials, stopping early (and returning `None`) once the target
+/// is out of reach.
+fn success(n: usize, target: f64, ok: impl Fn(usize) -> bool + Sync) -> Option<f64> {
+    let allowed = n - (target * n as f64).ceil() as usize;
+    let failures = AtomicUsize::new(0);
+    (0..n).into_par_iter().for_each(|i| {
+        if failures.load(Ordering::Relaxed) > allowed {
+            return;
+        }
+        if !ok(i) {
+            failures.fetch_add(1, Ordering::Relaxed);
+        }
+    });
+    let f = failures.into_inner();
+    (f <= allowed).then(|| 1.0 - f as f64 / n as f64)
+}
+
+/// The smallest width in `1..=max` whose success rate reaches the target, searched from a
+/// guess: expand until one passes, then bisect to within 0.5 %.
+fn min_width(
+    guess: usize,
+    max: usize,
+    rate: impl Fn(usize) -> Option<f64>,
+) -> Option<(usize, f64)> {
+    let mut hi = guess.clamp(1, max);
+    let mut lo;
+    let mut best;
+    if let Some(r) = rate(hi) {
+        best = r;
+        lo = hi;
+        loop {
+            if lo == 1 {
+                return Some((1, best));
+            }
+            lo = (lo / 2).max(1);
+            match rate(lo) {
+                Some(r) => {
+                    hi = lo;
+                    best = r;
+                }
+                None => break,
+            }
+        }
+    } else {
+        loop {
+            lo = hi;
+            if hi == max {
+                return None;
+            }
+            hi = (hi * 2).min(max);
+            if let Some(r) = rate(hi) {
+                best = r;
+                break;
+            }
+        }
+    }
+    // rate(lo) fails, rate(hi) passes.
+    while hi - lo > (hi / 200).max(1) {
+        let mid = lo + (hi - lo) / 2;
+        match rate(mid) {
+            Some(r) => {
+                hi = mid;
+                best = r;
+            }
+            None => lo = mid,
+        }
+    }
+    Some((hi, best))
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    if v.is_empty() {
+        return f64::NAN;
+    }
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+fn mean(v: impl Iterator<Item = f64>) -> f64 {
+    let (s, n) = v.fold((0.0, 0usize), |(s, n), x| (s + x, n + 1));
+    if n == 0 {
+        0.0
+    } else {
+        s / n as f64
+    }
+}
+
+fn flowradars(t: &Trial, l: &Lost, cfg: FlowRadarConfig) -> (FlowRadar, FlowRadar) {
+    let (mut up, mut down) = (FlowRadar::new(cfg), FlowRadar::new(cfg));
+    for (i, f) in t.epoch.flows.iter().enumerate() {
+        up.insert_n(f, t.epoch.sizes[i]);
+        down.insert_n(f, t.epoch.sizes[i] - l.per_flow[i]);
+    }
+    (up, down)
+}
+
+fn fermats(t: &Trial, l: &Lost, cfg: FermatConfig) -> (FermatSketch, FermatSketch) {
+    let (mut up, mut down) = (FermatSketch::new(cfg), FermatSketch::new(cfg));
+    for (i, f) in t.epoch.flows.iter().enumerate() {
+        up.insert_n(f, t.epoch.sizes[i]);
+        down.insert_n(f, t.epoch.sizes[i] - l.per_flow[i]);
+    }
+    (up, down)
+}
+
+/// Canary's meters for one trial: every monitored flow's packets upstream, the delivered ones
+/// downstream. Returns (exact, saw a loss, decode time).
+fn canary_trial(line: &Line2, t: &Trial, l: &Lost, w: usize) -> (bool, bool, f64) {
+    let cfg = MeterConfig::new(3, w).expect("power-of-two width");
+    let (mut usm, mut dsm) = (Usm::new(cfg).unwrap(), Dsm::new(cfg).unwrap());
+    for &i in &l.monitored {
+        let i = i as usize;
+        let (f, h) = (&t.epoch.flows[i], t.hashes[i]);
+        usm.update_n(f, h, t.epoch.sizes[i]);
+        dsm.update_n(f, h, line.path_bf, t.epoch.sizes[i] - l.per_flow[i]);
+    }
+    let snaps = line.snapshots(usm, dsm);
+    let p = &line.prepared;
+    let t0 = Instant::now();
+    let det = minus_meters(&p.segments, &p.codec, &snaps);
+    let us = t0.elapsed().as_secs_f64() * 1e6;
+    let got: BTreeMap<FlowId, u64> = det.entries.iter().map(|e| (e.flow, e.lost)).collect();
+    let exact = l.monitored.iter().all(|&i| {
+        let i = i as usize;
+        t.epoch.sizes[i] == l.per_flow[i]
+            || got.get(&t.epoch.flows[i]) == Some(&(l.per_flow[i] as u64))
+    });
+    let saw = det.entries.iter().any(|e| e.lost > 0);
+    (exact, saw, us)
+}
+
+pub fn run(opts: &Fig6Options) -> Result<Fig6> {
+    ensure!(opts.trials > 0, "--trials must be at least 1");
+    ensure!(
+        opts.losses.iter().all(|&p| p > 0.0 && p < 1.0),
+        "loss rates must be in (0, 1)"
+    );
+    let line = Line2::new()?;
+    let trials: Vec<Trial> = (0..opts.trials)
+        .into_par_iter()
+        .map(|i| Trial::draw(mix64(opts.seed ^ mix64(i as u64)), &opts.traffic, opts.eta))
+        .collect();
+    let mean_packets = mean(trials.iter().map(|t| t.epoch.packets() as f64));
+    let timing = opts.timing_trials.clamp(1, opts.trials);
+    let mut rows = Vec::new();
+    for &p in &opts.losses {
+        let lost: Vec<Lost> = trials.par_iter().map(|t| t.lose(p)).collect();
+        let n = trials.len();
+        let target = opts.target;
+        let seed = |i: usize| trials[i].seed;
+
+        // FlowRadar: every flow at both ends.
+        let flows = opts.traffic.flows;
+        let flowradar = min_width((flows * 2) / 5, 1 << 22, |w| {
+            success(n, target, |i| {
+                let (up, down) = flowradars(&trials[i], &lost[i], FlowRadarConfig::new(w, seed(i)));
+                flowradar::losses(&up, &down).is_ok_and(|l| l == lost[i].truth)
+            })
+        })
+        .map(|(w, r)| {
+            let cfg = |i| FlowRadarConfig::new(w, seed(i));
+            let times = (0..timing)
+                .map(|i| {
+                    let (up, down) = flowradars(&trials[i], &lost[i], cfg(i));
+                    let t0 = Instant::now();
+                    let _ = flowradar::losses(&up, &down);
+                    t0.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            Point {
+                width: w,
+                memory_bytes: cfg(0).memory_bits() as f64 / 8.0,
+                success_rate: r,
+                decode_us: median(times),
+                items: flows as f64,
+            }
+        });
+
+        // LossRadar: lost packets.
+        let lost_pkts = mean(lost.iter().map(|l| l.packets.len() as f64));
+        let lossradar = min_width(((lost_pkts * 0.42) as usize).max(1), 1 << 24, |w| {
+            success(n, target, |i| {
+                let cfg = LossRadarConfig::new(w, seed(i));
+                LossRadarDiff::of_lost(cfg, &lost[i].packets)
+                    .decode()
+                    .is_ok_and(|d| d == lost[i].packets)
+            })
+        })
+        .map(|(w, r)| -> Result<Point> {
+            let mut times = Vec::new();
+            for i in 0..timing.min(3) {
+                let (t, l) = (&trials[i], &lost[i]);
+                let cfg = LossRadarConfig::new(w, seed(i));
+                let (mut up, mut down) = (LossRadar::new(cfg), LossRadar::new(cfg));
+                let dropped: HashSet<PacketId> = l.packets.iter().copied().collect();
+                for (fi, flow) in t.epoch.flows.iter().enumerate() {
+                    for ipid in 0..t.epoch.sizes[fi] {
+                        let pkt = PacketId {
+                            flow: *flow,
+                            ipid: ipid as u16,
+                        };
+                        up.insert(&pkt);
+                        if !dropped.contains(&pkt) {
+                            down.insert(&pkt);
+                        }
+                    }
+                }
+                let t0 = Instant::now();
+                let diff = up.subtract(&down)?;
+                let _ = diff.decode();
+                times.push(t0.elapsed().as_secs_f64() * 1e6);
+                ensure!(
+                    diff == LossRadarDiff::of_lost(cfg, &l.packets),
+                    "LossRadar: the two-switch meters disagree with the lost-packet shortcut"
+                );
+            }
+            Ok(Point {
+                width: w,
+                memory_bytes: LossRadarConfig::new(w, 0).memory_bits() as f64 / 8.0,
+                success_rate: r,
+                decode_us: median(times),
+                items: lost_pkts,
+            })
+        })
+        .transpose()?;
+
+        // FermatSketch: lossy flows.
+        let lossy = mean(lost.iter().map(|l| l.truth.len() as f64));
+        let fermat = min_width(((lossy * 0.42) as usize).max(1), 1 << 22, |w| {
+            success(n, target, |i| {
+                let (up, down) = fermats(&trials[i], &lost[i], FermatConfig::new(w, seed(i)));
+                up.subtract(&down)
+                    .and_then(|d| d.decode())
+                    .is_ok_and(|d| d == lost[i].truth)
+            })
+        })
+        .map(|(w, r)| {
+            let cfg = |i| FermatConfig::new(w, seed(i));
+            let times = (0..timing)
+                .map(|i| {
+                    let (up, down) = fermats(&trials[i], &lost[i], cfg(i));
+                    let t0 = Instant::now();
+                    let _ = up.subtract(&down).and_then(|d| d.decode());
+                    t0.elapsed().as_secs_f64() * 1e6
+                })
+                .collect();
+            Point {
+                width: w,
+                memory_bytes: cfg(0).memory_bits() as f64 / 8.0,
+                success_rate: r,
+                decode_us: median(times),
+                items: lossy,
+            }
+        });
+
+        // Canary: the monitored flows' meters, widths a power of two.
+        let mut canary = None;
+        for e in 0..=16 {
+            let w = 1usize << e;
+            if let Some(r) = success(n, target, |i| {
+                canary_trial(&line, &trials[i], &lost[i], w).0
+            }) {
+                let times = (0..timing)
+                    .map(|i| canary_trial(&line, &trials[i], &lost[i], w).2)
+                    .collect();
+                canary = Some(Point {
+                    width: w,
+                    memory_bytes: canary_bits(w) as f64 / 8.0,
+                    success_rate: r,
+                    decode_us: median(times),
+                    items: mean(lost.iter().map(|l| l.monitored.len() as f64)),
+                });
+                break;
+            }
+        }
+        let seen = canary.as_ref().map_or(0.0, |c| {
+            mean((0..n).map(|i| {
+                let saw = canary_trial(&line, &trials[i], &lost[i], c.width).1;
+                if saw {
+                    1.0
+                } else {
+                    0.0
+                }
+            }))
+        });
+        let canary_over_fermat = match (&canary, &fermat) {
+            (Some(c), Some(f)) => Some(c.memory_bytes / f.memory_bytes),
+            _ => None,
+        };
+        rows.push(Row {
+            loss: p,
+            flowradar,
+            lossradar,
+            fermat,
+            canary,
+            canary_extra: CanaryExtra {
+                packets_needed: packets_needed(p),
+                detection_rate: seen,
+            },
+            canary_over_fermat,
+        });
+    }
+    Ok(Fig6 {
+        traffic: opts.traffic,
+        trials: opts.trials,
+        target: opts.target,
+        mean_packets,
+        rows,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn packets_needed_matches_the_closed_form() {
+        assert_eq!(packets_needed(0.01), 459);
+        assert_eq!(packets_needed(0.1), 44);
+        assert!((1.0 - (1.0 - 1e-3f64).powi(packets_needed(1e-3) as i32)) >= 0.99);
+    }
+
+    #[test]
+    fn min_width_finds_the_threshold() {
+        // Exact to within 0.5 %, never below the threshold.
+        let rate = |w: usize| (w >= 1234).then_some(1.0);
+        for guess in [10, 5000] {
+            let w = min_width(guess, 1 << 20, rate).unwrap().0;
+            assert!((1234..=1240).contains(&w), "{w}");
+        }
+        let small = |w: usize| (w >= 7).then_some(1.0);
+        assert_eq!(min_width(100, 1 << 20, small).unwrap().0, 7);
+        assert_eq!(min_width(5000, 1 << 20, |_| Some(1.0)).unwrap().0, 1);
+        assert!(min_width(5, 100, |_| None).is_none());
+    }
+
+    #[test]
+    fn canary_memory_is_the_papers_layout() {
+        // d = 3, w = 2^10: DSM 63.4 KiB + USM 51.4 KiB + HashPipe 1.6 KiB.
+        let kib = canary_bits(1024) as f64 / 8.0 / 1024.0;
+        assert!((kib - (63.375 + 51.375 + 1.59375)).abs() < 1e-9, "{kib}");
+    }
+}
