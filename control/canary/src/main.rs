@@ -45,6 +45,10 @@ enum Command {
         #[arg(long)]
         monitors: Option<MonitorPlacement>,
     },
+    /// Draw a fabric as SVG with a run's injected faults and blamed links marked.
+    Draw(canary::draw::DrawArgs),
+    /// Send heavy-tailed UDP traffic from one testbed host and count what it receives.
+    Traffic(canary::traffic_gen::TrafficArgs),
 }
 
 #[derive(Args)]
@@ -235,6 +239,8 @@ fn main() -> Result<()> {
         Some(Command::Eval(a)) => eval_cmd(a),
         Some(Command::Audit(a)) => audit_cmd(a),
         Some(Command::Overhead(a)) => overhead_cmd(a),
+        Some(Command::Draw(a)) => canary::draw::main(&a),
+        Some(Command::Traffic(a)) => canary::traffic_gen::main(&a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
             print!(

@@ -1,0 +1,373 @@
+//! `canary draw`: an SVG picture of a fabric with a run's verdict on its links.
+//!
+//! Switches are drawn in rows by layer (top layer at the top, hosts under the bottom layer),
+//! monitors filled. Each direction of a physical link is its own line, offset to one side, so a
+//! fault on `[agg0_0, core0]` and one on `[core0, agg0_0]` are told apart; an arrowhead shows the
+//! direction. Marked links, from the run's JSON (`canary run --json` or `canary simulate --json`):
+//!
+//! * red: injected and blamed (true positive), labelled with both loss rates;
+//! * orange, dashed: injected but not blamed (missed);
+//! * purple: blamed but not injected (false positive).
+//!
+//! Plain hand-written SVG: the picture is a graph, not a chart, so `plotters` would add nothing.
+
+use anyhow::{Context, Result};
+use canary_core::topo::{SwitchIx, Topology};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+use std::path::PathBuf;
+
+#[derive(clap::Args, Debug)]
+pub struct DrawArgs {
+    /// `fattree:K` or a YAML topology file (the one the run used).
+    #[arg(long, default_value = "fattree:4")]
+    pub topology: String,
+    /// A run's JSON (`canary run --json`, `canary simulate --json`): faults and summary.blamed.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Where to write the SVG.
+    #[arg(long)]
+    pub out: PathBuf,
+    /// Title (default: the topology and the run's score).
+    #[arg(long)]
+    pub title: Option<String>,
+}
+
+/// What happened on one directed link.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub enum Mark {
+    /// Injected and blamed: (injected loss, estimated loss).
+    Found(f64, f64),
+    /// Injected, not blamed.
+    Missed(f64),
+    /// Blamed, not injected: estimated loss.
+    FalsePositive(f64),
+}
+
+/// Directed link `[from, to]` by names → its mark.
+pub type Marks = BTreeMap<(String, String), Mark>;
+
+/// Reads `faults` and `summary.blamed` of a run's JSON; errors name the file and the field.
+pub fn marks_from_run(path: &std::path::Path) -> Result<(Marks, String)> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
+    let v: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let links = |field: &str, list: &serde_json::Value| -> Result<Vec<(String, String, f64)>> {
+        let arr = list
+            .as_array()
+            .with_context(|| format!("{}: {field}: expected a list", path.display()))?;
+        arr.iter()
+            .enumerate()
+            .map(|(i, x)| {
+                let l = &x["link"];
+                let (Some(a), Some(b), Some(loss)) =
+                    (l[0].as_str(), l[1].as_str(), x["loss"].as_f64())
+                else {
+                    anyhow::bail!(
+                        "{}: {field}[{i}]: expected {{link: [from, to], loss}}",
+                        path.display()
+                    );
+                };
+                Ok((a.to_string(), b.to_string(), loss))
+            })
+            .collect()
+    };
+    let faults = links("faults", &v["faults"])?;
+    let blamed = links("summary.blamed", &v["summary"]["blamed"])?;
+    let mut marks = Marks::new();
+    for (a, b, loss) in &faults {
+        marks.insert((a.clone(), b.clone()), Mark::Missed(*loss));
+    }
+    for (a, b, est) in blamed {
+        let m = match marks.get(&(a.clone(), b.clone())) {
+            Some(Mark::Missed(inj)) => Mark::Found(*inj, est),
+            _ => Mark::FalsePositive(est),
+        };
+        marks.insert((a, b), m);
+    }
+    let s = &v["summary"];
+    let score = match (
+        s["precision"].as_f64(),
+        s["recall"].as_f64(),
+        s["f1"].as_f64(),
+    ) {
+        (Some(p), Some(r), Some(f)) => {
+            let n = v["epochs"].as_array().map_or(0, |e| e.len());
+            format!("{n} epochs: precision {p:.2}, recall {r:.2}, F1 {f:.2}")
+        }
+        _ => String::new(),
+    };
+    Ok((marks, score))
+}
+
+const W_SLOT: f64 = 110.0;
+const ROW: f64 = 150.0;
+const TOP: f64 = 70.0;
+const SIDE: f64 = 40.0;
+
+fn esc(s: &str) -> String {
+    s.replace('&', "&amp;")
+        .replace('<', "&lt;")
+        .replace('>', "&gt;")
+}
+
+fn pct(x: f64) -> String {
+    if x >= 0.1 {
+        format!("{:.0}%", x * 100.0)
+    } else if x >= 0.01 {
+        format!("{:.1}%", x * 100.0)
+    } else {
+        format!("{:.2}%", x * 100.0)
+    }
+}
+
+/// The SVG text. Names in `marks` that the topology does not have are an error.
+pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
+    for (a, b) in marks.keys() {
+        anyhow::ensure!(
+            topo.link_by_names(a, b).is_some(),
+            "link [{a}, {b}] is not in topology {}",
+            topo.name
+        );
+    }
+    let top = topo.top_layer();
+    let mut rows: Vec<Vec<SwitchIx>> = vec![Vec::new(); top as usize + 1];
+    for (i, s) in topo.switches.iter().enumerate() {
+        rows[s.layer as usize].push(i as SwitchIx);
+    }
+    let hosts_per_edge = topo.hosts.len().max(1) as f64 / rows[0].len().max(1) as f64;
+    let widest = rows.iter().map(|r| r.len()).max().unwrap_or(1) as f64;
+    let width = (widest * W_SLOT).max(rows[0].len() as f64 * hosts_per_edge * 28.0) + 2.0 * SIDE;
+    let height = TOP + (top as f64 + 1.0) * ROW + 90.0;
+    let mut pos = vec![(0.0, 0.0); topo.switches.len()];
+    for (layer, row) in rows.iter().enumerate() {
+        let y = TOP + (top as usize - layer) as f64 * ROW + 30.0;
+        let slot = (width - 2.0 * SIDE) / row.len().max(1) as f64;
+        for (j, &s) in row.iter().enumerate() {
+            pos[s as usize] = (SIDE + slot * (j as f64 + 0.5), y);
+        }
+    }
+    let mut svg = String::new();
+    let _ = write!(
+        svg,
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">
+<defs>
+<marker id="a-gray" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="5" markerHeight="5" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#bbb"/></marker>
+<marker id="a-red" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="4" markerHeight="4" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#d62728"/></marker>
+<marker id="a-orange" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="4" markerHeight="4" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#ff7f0e"/></marker>
+<marker id="a-purple" viewBox="0 0 10 10" refX="5" refY="5" markerWidth="4" markerHeight="4" orient="auto"><path d="M0,0 L10,5 L0,10 z" fill="#9467bd"/></marker>
+</defs>
+<rect width="100%" height="100%" fill="white"/>
+<text x="{:.0}" y="28" text-anchor="middle" font-size="17">{}</text>
+"##,
+        width / 2.0,
+        esc(title)
+    );
+    // Links: every direction its own line, offset 5 px to its right; marked ones on top.
+    let mut plain = String::new();
+    let mut marked = String::new();
+    let mut labels = String::new();
+    for l in &topo.links {
+        let (a, b) = (l.from as usize, l.to as usize);
+        let ((x1, y1), (x2, y2)) = (pos[a], pos[b]);
+        let (dx, dy) = (x2 - x1, y2 - y1);
+        let len = (dx * dx + dy * dy).sqrt().max(1.0);
+        let (nx, ny) = (-dy / len * 5.0, dx / len * 5.0);
+        let (sx, sy, ex, ey) = (x1 + nx, y1 + ny, x2 + nx, y2 + ny);
+        // Arrowhead at 62 % of the way, on a mid vertex.
+        let (mx, my) = (sx + (ex - sx) * 0.62, sy + (ey - sy) * 0.62);
+        let key = (topo.switches[a].name.clone(), topo.switches[b].name.clone());
+        let path = format!("M{sx:.1},{sy:.1} L{mx:.1},{my:.1} L{ex:.1},{ey:.1}");
+        let Some(m) = marks.get(&key) else {
+            let _ = writeln!(
+                plain,
+                r##"<path d="{path}" stroke="#ccc" stroke-width="1.2" fill="none" marker-mid="url(#a-gray)"/>"##
+            );
+            continue;
+        };
+        let (color, dash, text) = match *m {
+            Mark::Found(inj, est) => (
+                "red",
+                "",
+                format!("injected {} · blamed {}", pct(inj), pct(est)),
+            ),
+            Mark::Missed(inj) => (
+                "orange",
+                r#" stroke-dasharray="7,4""#,
+                format!("injected {} · missed", pct(inj)),
+            ),
+            Mark::FalsePositive(est) => ("purple", "", format!("false positive {}", pct(est))),
+        };
+        let hex = match color {
+            "red" => "#d62728",
+            "orange" => "#ff7f0e",
+            _ => "#9467bd",
+        };
+        let _ = writeln!(
+            marked,
+            r#"<path d="{path}" stroke="{hex}" stroke-width="4" fill="none"{dash} marker-mid="url(#a-{color})"><title>{} → {}: {}</title></path>"#,
+            esc(&key.0),
+            esc(&key.1),
+            esc(&text)
+        );
+        let (lx, ly) = (
+            sx + (ex - sx) * 0.45 + nx * 2.0,
+            sy + (ey - sy) * 0.45 + ny * 2.0,
+        );
+        let anchor = if nx >= 0.0 { "start" } else { "end" };
+        let _ = writeln!(
+            labels,
+            r#"<text x="{lx:.0}" y="{ly:.0}" font-size="12" fill="{hex}" text-anchor="{anchor}" stroke="white" stroke-width="3" paint-order="stroke">{} → {}: {}</text>"#,
+            esc(&key.0),
+            esc(&key.1),
+            esc(&text)
+        );
+    }
+    svg += &plain;
+    svg += &marked;
+    // Hosts under their switch.
+    for (s, &(x, y)) in pos.iter().enumerate() {
+        let hs = topo.hosts_of(s as SwitchIx);
+        let n = hs.len() as f64;
+        for (j, &h) in hs.iter().enumerate() {
+            let hx = x + (j as f64 - (n - 1.0) / 2.0) * 26.0;
+            let hy = y + 70.0;
+            let name = esc(&topo.hosts[h as usize].name);
+            let _ = writeln!(
+                svg,
+                r##"<line x1="{x:.1}" y1="{:.1}" x2="{hx:.1}" y2="{:.1}" stroke="#ddd"/><rect x="{:.1}" y="{:.1}" width="14" height="14" fill="#eee" stroke="#999"><title>{name}</title></rect>"##,
+                y + 16.0,
+                hy - 7.0,
+                hx - 7.0,
+                hy - 7.0
+            );
+        }
+    }
+    for (s, &(x, y)) in pos.iter().enumerate() {
+        let sw = &topo.switches[s];
+        let (fill, stroke) = if sw.monitor {
+            ("#1f77b4", "#1f77b4")
+        } else {
+            ("white", "#1f77b4")
+        };
+        let text_fill = if sw.monitor { "white" } else { "#1f77b4" };
+        let _ = writeln!(
+            svg,
+            r#"<rect x="{:.1}" y="{:.1}" width="76" height="26" rx="5" fill="{fill}" stroke="{stroke}" stroke-width="1.5"/><text x="{x:.1}" y="{:.1}" font-size="12" text-anchor="middle" fill="{text_fill}">{}</text>"#,
+            x - 38.0,
+            y - 13.0,
+            y + 4.0,
+            esc(&sw.name)
+        );
+    }
+    svg += &labels;
+    // Legend.
+    let ly = height - 40.0;
+    let _ = write!(
+        svg,
+        r##"<g font-size="12">
+<line x1="{SIDE}" y1="{ly}" x2="{:.0}" y2="{ly}" stroke="#d62728" stroke-width="4"/><text x="{:.0}" y="{:.0}">injected and blamed</text>
+<line x1="{:.0}" y1="{ly}" x2="{:.0}" y2="{ly}" stroke="#ff7f0e" stroke-width="4" stroke-dasharray="7,4"/><text x="{:.0}" y="{:.0}">injected, missed</text>
+<line x1="{:.0}" y1="{ly}" x2="{:.0}" y2="{ly}" stroke="#9467bd" stroke-width="4"/><text x="{:.0}" y="{:.0}">blamed, not injected</text>
+<rect x="{:.0}" y="{:.0}" width="22" height="12" rx="3" fill="#1f77b4"/><text x="{:.0}" y="{:.0}">monitor switch</text>
+<text x="{SIDE}" y="{:.0}" fill="#666">each direction of a link is drawn on its own side; the arrow gives the direction</text>
+</g>
+</svg>
+"##,
+        SIDE + 30.0,
+        SIDE + 36.0,
+        ly + 4.0,
+        SIDE + 180.0,
+        SIDE + 210.0,
+        SIDE + 216.0,
+        ly + 4.0,
+        SIDE + 340.0,
+        SIDE + 370.0,
+        SIDE + 376.0,
+        ly + 4.0,
+        SIDE + 530.0,
+        ly - 6.0,
+        SIDE + 558.0,
+        ly + 4.0,
+        ly + 24.0,
+    );
+    Ok(svg)
+}
+
+/// `canary draw`.
+pub fn main(a: &DrawArgs) -> Result<()> {
+    let topo = crate::setup::load_topology(&a.topology, None)?;
+    let (marks, score) = match &a.json {
+        Some(p) => marks_from_run(p)?,
+        None => (Marks::new(), String::new()),
+    };
+    let title = a.title.clone().unwrap_or_else(|| {
+        if score.is_empty() {
+            a.topology.clone()
+        } else {
+            format!("{}: {score}", a.topology)
+        }
+    });
+    let svg = render(&topo, &marks, &title).with_context(|| {
+        a.json
+            .as_ref()
+            .map_or(String::new(), |p| p.display().to_string())
+    })?;
+    std::fs::write(&a.out, svg).with_context(|| format!("cannot write {}", a.out.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_core::topo::{fattree::fattree, MonitorPlacement};
+
+    fn k4() -> Topology {
+        fattree(4, MonitorPlacement::TopAndBottom).unwrap()
+    }
+
+    #[test]
+    fn marks_follow_truth_and_verdict() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("run.json");
+        std::fs::write(
+            &p,
+            r#"{"faults":[{"link":["agg0_0","core0"],"loss":0.01},{"link":["edge1_0","agg1_1"],"loss":0.1}],
+               "epochs":[{}],
+               "summary":{"blamed":[{"link":["agg0_0","core0"],"loss":0.012},{"link":["core1","agg2_0"],"loss":0.05}],
+                          "precision":0.5,"recall":0.5,"f1":0.5}}"#,
+        )
+        .unwrap();
+        let (m, score) = marks_from_run(&p).unwrap();
+        assert_eq!(
+            m[&("agg0_0".into(), "core0".into())],
+            Mark::Found(0.01, 0.012)
+        );
+        assert_eq!(m[&("edge1_0".into(), "agg1_1".into())], Mark::Missed(0.1));
+        assert_eq!(
+            m[&("core1".into(), "agg2_0".into())],
+            Mark::FalsePositive(0.05)
+        );
+        assert!(score.contains("F1 0.50"), "{score}");
+        let svg = render(&k4(), &m, "t").unwrap();
+        assert_eq!(svg.matches("stroke-width=\"4\" fill=\"none\"").count(), 3);
+        assert!(svg.contains("agg0_0 → core0: injected 1.0% · blamed 1.2%"));
+        assert!(svg.contains("edge1_0 → agg1_1: injected 10% · missed"));
+        // 32 undirected links = 64 directed lines, 61 unmarked.
+        assert_eq!(svg.matches("marker-mid=\"url(#a-gray)\"").count(), 61);
+        assert_eq!(svg.matches("<title>h").count(), 16);
+    }
+
+    #[test]
+    fn errors_name_the_field_and_the_link() {
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("bad.json");
+        std::fs::write(&p, r#"{"faults":[{"link":["a"]}],"summary":{"blamed":[]}}"#).unwrap();
+        let e = marks_from_run(&p).unwrap_err().to_string();
+        assert!(e.contains("faults[0]"), "{e}");
+        let mut m = Marks::new();
+        m.insert(("edge0_0".into(), "core0".into()), Mark::Missed(0.1));
+        let e = render(&k4(), &m, "t").unwrap_err().to_string();
+        assert!(e.contains("[edge0_0, core0]"), "{e}");
+    }
+}

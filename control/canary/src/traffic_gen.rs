@@ -1,0 +1,471 @@
+//! `canary traffic`: the testbed's traffic generator, one process per host.
+//!
+//! It keeps `--flows` UDP flows open at once, each to a random other host (`--dests`) from its own
+//! socket, so from its own source port: every flow is a distinct 5-tuple. Flow sizes (packets)
+//! are Pareto-distributed (`--shape`, `--min-packets`, capped at `--max-packets`): most flows are
+//! short, a few carry most packets, the mix Canary's heavy-hitter selection is built for. The host
+//! sends `--rate` packets per second in all, evenly paced, each packet to one of its open flows
+//! chosen at random; a finished flow is replaced by a new one (new destination, new source port).
+//!
+//! The same process receives on `--port` (every host's flows go to that port, so no ICMP
+//! port-unreachable comes back into the fabric) and counts what it gets: the sum over hosts of
+//! sent minus received is the fabric's end-to-end loss, which is how the testbed checks that
+//! BMv2 itself does not drop at the chosen rate.
+//!
+//! On SIGTERM/SIGINT (or after `--duration`) the sender stops, the receiver drains for
+//! `--drain-ms`, and the statistics go to `--stats` as JSON (also rewritten once a second while
+//! running). Every random choice comes from `--seed`.
+
+use anyhow::{Context, Result};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::net::{IpAddr, Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+/// Marks our packets, so strays are not counted as received.
+const MAGIC: &[u8; 8] = b"CNRYTRAF";
+
+#[derive(clap::Args, Debug, Clone)]
+pub struct TrafficArgs {
+    /// This host's address (never a destination).
+    #[arg(long)]
+    pub me: Ipv4Addr,
+    /// Comma-separated addresses of the hosts to send to (this host's own is skipped).
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub dests: Vec<Ipv4Addr>,
+    /// Packets per second this host sends, all flows together.
+    #[arg(long, default_value_t = 100.0)]
+    pub rate: f64,
+    /// Flows open at once.
+    #[arg(long, default_value_t = 4)]
+    pub flows: usize,
+    /// Pareto shape of flow sizes (smaller: heavier tail).
+    #[arg(long, default_value_t = 1.2)]
+    pub shape: f64,
+    /// Smallest flow, in packets (the Pareto scale).
+    #[arg(long, default_value_t = 20)]
+    pub min_packets: u64,
+    /// Largest flow, in packets.
+    #[arg(long, default_value_t = 100_000)]
+    pub max_packets: u64,
+    /// UDP payload bytes per packet (at least 16).
+    #[arg(long, default_value_t = 200)]
+    pub payload: usize,
+    /// UDP port every host receives on.
+    #[arg(long, default_value_t = 5001)]
+    pub port: u16,
+    #[arg(long, default_value_t = 1)]
+    pub seed: u64,
+    /// Stop after this many seconds (0: run until SIGTERM/SIGINT).
+    #[arg(long, default_value_t = 0.0)]
+    pub duration: f64,
+    /// Receive only, this long, before sending: every host's receiver must be up before any
+    /// packet flies (a packet to a host not yet listening would be lost and draw an ICMP error).
+    #[arg(long, default_value_t = 2000)]
+    pub start_delay_ms: u64,
+    /// Receive only until this file exists (then `--start-delay-ms` more), so the sending of
+    /// every host can start the moment the fabric is programmed. Polled every 10 ms.
+    #[arg(long)]
+    pub start_file: Option<PathBuf>,
+    /// After the sender stops, keep receiving this long.
+    #[arg(long, default_value_t = 1500)]
+    pub drain_ms: u64,
+    /// Write the statistics here as JSON (once a second and at exit).
+    #[arg(long)]
+    pub stats: Option<PathBuf>,
+}
+
+/// What one host sent and received.
+#[derive(Debug, Default, Clone, Serialize, PartialEq)]
+pub struct TrafficStats {
+    pub me: String,
+    pub sent: u64,
+    pub send_errors: u64,
+    pub received: u64,
+    pub received_bytes: u64,
+    pub flows_started: u64,
+    pub flows_finished: u64,
+    /// Packets sent more than 50 ms after their slot (the pacer fell behind: the CPU is short).
+    pub late: u64,
+    pub elapsed_s: f64,
+    pub rate: f64,
+    pub running: bool,
+    /// Packets sent to each destination and received from each source: host-pair loss.
+    pub sent_to: BTreeMap<Ipv4Addr, u64>,
+    pub received_from: BTreeMap<Ipv4Addr, u64>,
+}
+
+/// The pure part: which flow comes next (destination and size), from a seeded RNG.
+pub struct FlowSource {
+    rng: ChaCha8Rng,
+    dests: Vec<Ipv4Addr>,
+    shape: f64,
+    min: u64,
+    max: u64,
+}
+
+impl FlowSource {
+    pub fn new(a: &TrafficArgs) -> Result<Self> {
+        let dests: Vec<Ipv4Addr> = a.dests.iter().copied().filter(|d| *d != a.me).collect();
+        anyhow::ensure!(
+            !dests.is_empty(),
+            "--dests: no destination other than --me {}",
+            a.me
+        );
+        anyhow::ensure!(
+            a.shape > 0.0 && a.shape.is_finite(),
+            "--shape: {} must be > 0",
+            a.shape
+        );
+        anyhow::ensure!(
+            a.min_packets >= 1 && a.max_packets >= a.min_packets,
+            "--min-packets {} / --max-packets {}: need 1 <= min <= max",
+            a.min_packets,
+            a.max_packets
+        );
+        Ok(FlowSource {
+            rng: ChaCha8Rng::seed_from_u64(a.seed),
+            dests,
+            shape: a.shape,
+            min: a.min_packets,
+            max: a.max_packets,
+        })
+    }
+
+    /// Pareto(scale = min, shape) by inversion, rounded up, capped at max.
+    pub fn size(&mut self) -> u64 {
+        let u: f64 = 1.0 - self.rng.random::<f64>(); // (0, 1]
+        let x = self.min as f64 / u.powf(1.0 / self.shape);
+        (x.ceil() as u64).clamp(self.min, self.max)
+    }
+
+    pub fn next_flow(&mut self) -> (Ipv4Addr, u64) {
+        let d = self.dests[self.rng.random_range(0..self.dests.len())];
+        (d, self.size())
+    }
+
+    pub fn pick(&mut self, n: usize) -> usize {
+        self.rng.random_range(0..n)
+    }
+
+    pub fn unit(&mut self) -> f64 {
+        self.rng.random()
+    }
+}
+
+struct Flow {
+    sock: UdpSocket,
+    dest: Ipv4Addr,
+    remaining: u64,
+}
+
+fn open_flow(src: &mut FlowSource, port: u16) -> Result<Flow> {
+    let (dest, size) = src.next_flow();
+    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
+        .context("bind a flow's UDP socket")?;
+    sock.connect(SocketAddrV4::new(dest, port))
+        .with_context(|| format!("connect to {dest}:{port}"))?;
+    Ok(Flow {
+        sock,
+        dest,
+        remaining: size,
+    })
+}
+
+fn write_stats(path: &Path, s: &TrafficStats) -> Result<()> {
+    let tmp = path.with_extension("tmp");
+    std::fs::write(&tmp, serde_json::to_vec_pretty(s)?)
+        .with_context(|| format!("cannot write {}", tmp.display()))?;
+    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+}
+
+/// Sets `stop` on the first SIGTERM or SIGINT.
+fn watch_signals(stop: Arc<AtomicBool>) -> Result<()> {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
+    let (mut term, mut int) = rt.block_on(async {
+        use tokio::signal::unix::{signal, SignalKind};
+        Ok::<_, std::io::Error>((
+            signal(SignalKind::terminate())?,
+            signal(SignalKind::interrupt())?,
+        ))
+    })?;
+    std::thread::spawn(move || {
+        rt.block_on(async {
+            tokio::select! {
+                _ = term.recv() => {}
+                _ = int.recv() => {}
+            }
+        });
+        stop.store(true, Ordering::SeqCst);
+    });
+    Ok(())
+}
+
+/// `canary traffic`: runs the generator until SIGTERM/SIGINT (or `--duration`).
+pub fn main(a: &TrafficArgs) -> Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    watch_signals(stop.clone())?;
+    run(a, &stop).map(|_| ())
+}
+
+/// Runs the generator until `stop` is set (or `--duration`); returns the final statistics.
+pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
+    anyhow::ensure!(
+        a.rate > 0.0 && a.rate.is_finite(),
+        "--rate: {} must be > 0",
+        a.rate
+    );
+    anyhow::ensure!(a.flows >= 1, "--flows: at least 1");
+    anyhow::ensure!(a.payload >= 16, "--payload: at least 16 bytes");
+    let mut src = FlowSource::new(a)?;
+
+    let rx = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, a.port))
+        .with_context(|| format!("bind UDP port {}", a.port))?;
+    rx.set_read_timeout(Some(Duration::from_millis(100)))?;
+    let received = Arc::new(AtomicU64::new(0));
+    let received_bytes = Arc::new(AtomicU64::new(0));
+    let received_from = Arc::new(Mutex::new(BTreeMap::new()));
+    let rx_stop = Arc::new(AtomicBool::new(false));
+    let receiver = {
+        let (n, b, from, halt) = (
+            received.clone(),
+            received_bytes.clone(),
+            received_from.clone(),
+            rx_stop.clone(),
+        );
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 2048];
+            while !halt.load(Ordering::Relaxed) {
+                if let Ok((len, peer)) = rx.recv_from(&mut buf) {
+                    if len >= MAGIC.len() && &buf[..MAGIC.len()] == MAGIC {
+                        n.fetch_add(1, Ordering::Relaxed);
+                        b.fetch_add(len as u64, Ordering::Relaxed);
+                        if let IpAddr::V4(p) = peer.ip() {
+                            *from.lock().expect("not poisoned").entry(p).or_insert(0) += 1;
+                        }
+                    }
+                }
+            }
+        })
+    };
+    let snapshot = |stats: &mut TrafficStats| {
+        stats.received = received.load(Ordering::Relaxed);
+        stats.received_bytes = received_bytes.load(Ordering::Relaxed);
+        stats.received_from = received_from.lock().expect("not poisoned").clone();
+    };
+
+    let mut stats = TrafficStats {
+        me: a.me.to_string(),
+        rate: a.rate,
+        running: true,
+        ..Default::default()
+    };
+    let mut flows = Vec::with_capacity(a.flows);
+    for _ in 0..a.flows {
+        flows.push(open_flow(&mut src, a.port)?);
+        stats.flows_started += 1;
+    }
+    let mut payload = vec![0u8; a.payload];
+    payload[..MAGIC.len()].copy_from_slice(MAGIC);
+    let interval = Duration::from_secs_f64(1.0 / a.rate);
+    if let Some(f) = &a.start_file {
+        while !f.exists() && !stop.load(Ordering::Relaxed) {
+            std::thread::sleep(Duration::from_millis(10));
+        }
+    }
+    std::thread::sleep(Duration::from_millis(a.start_delay_ms));
+    let start = Instant::now();
+    // A random phase, so hosts started together do not send in lockstep.
+    let mut next = start + interval.mul_f64(src.unit());
+    let mut last_stats = start;
+    let deadline = (a.duration > 0.0).then(|| start + Duration::from_secs_f64(a.duration));
+    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+        let now = Instant::now();
+        if next > now {
+            std::thread::sleep(next - now);
+        } else if now - next > Duration::from_millis(50) {
+            stats.late += 1;
+            // Fell behind by more than 50 ms: drop the backlog rather than burst it.
+            if now - next > Duration::from_millis(500) {
+                next = now;
+            }
+        }
+        next += interval;
+        let i = src.pick(flows.len());
+        let seq = stats.sent;
+        payload[8..16].copy_from_slice(&seq.to_be_bytes());
+        match flows[i].sock.send(&payload) {
+            Ok(_) => {
+                stats.sent += 1;
+                *stats.sent_to.entry(flows[i].dest).or_insert(0) += 1;
+            }
+            Err(_) => stats.send_errors += 1,
+        }
+        flows[i].remaining -= 1;
+        if flows[i].remaining == 0 {
+            stats.flows_finished += 1;
+            flows[i] = open_flow(&mut src, a.port)?;
+            stats.flows_started += 1;
+        }
+        if last_stats.elapsed() >= Duration::from_secs(1) {
+            last_stats = Instant::now();
+            snapshot(&mut stats);
+            stats.elapsed_s = start.elapsed().as_secs_f64();
+            if let Some(p) = &a.stats {
+                write_stats(p, &stats)?;
+            }
+        }
+    }
+    let sent_for = start.elapsed().as_secs_f64();
+    std::thread::sleep(Duration::from_millis(a.drain_ms));
+    rx_stop.store(true, Ordering::Relaxed);
+    let _ = receiver.join();
+    snapshot(&mut stats);
+    stats.elapsed_s = sent_for;
+    stats.running = false;
+    if let Some(p) = &a.stats {
+        write_stats(p, &stats)?;
+    }
+    eprintln!(
+        "traffic {}: sent {} in {:.1} s ({:.0}/s), {} send errors, {} late, received {}, {} flows",
+        stats.me,
+        stats.sent,
+        sent_for,
+        stats.sent as f64 / sent_for.max(1e-9),
+        stats.send_errors,
+        stats.late,
+        stats.received,
+        stats.flows_started
+    );
+    Ok(stats)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    #[derive(Parser)]
+    struct Wrap {
+        #[command(flatten)]
+        a: TrafficArgs,
+    }
+
+    fn args(extra: &[&str]) -> TrafficArgs {
+        let mut v = vec![
+            "t",
+            "--me",
+            "10.0.0.2",
+            "--dests",
+            "10.0.0.2,10.0.0.3,10.1.0.2",
+        ];
+        v.extend_from_slice(extra);
+        Wrap::parse_from(v).a
+    }
+
+    #[test]
+    fn never_sends_to_itself_and_uses_every_other_host() {
+        let mut s = FlowSource::new(&args(&[])).unwrap();
+        let mut seen = std::collections::HashSet::new();
+        for _ in 0..1000 {
+            let (d, _) = s.next_flow();
+            assert_ne!(d, Ipv4Addr::new(10, 0, 0, 2));
+            seen.insert(d);
+        }
+        assert_eq!(seen.len(), 2);
+    }
+
+    #[test]
+    fn sizes_are_heavy_tailed_and_bounded() {
+        let mut s = FlowSource::new(&args(&[
+            "--shape",
+            "1.2",
+            "--min-packets",
+            "20",
+            "--max-packets",
+            "100000",
+        ]))
+        .unwrap();
+        let mut sizes: Vec<u64> = (0..20000).map(|_| s.size()).collect();
+        assert!(sizes.iter().all(|&x| (20..=100_000).contains(&x)));
+        sizes.sort_unstable();
+        let total: u64 = sizes.iter().sum();
+        let top: u64 = sizes[sizes.len() * 9 / 10..].iter().sum();
+        // Pareto(1.2): the largest 10 % of flows carry well over half the packets.
+        assert!(
+            top as f64 > 0.5 * total as f64,
+            "top 10 % carry {top} of {total}"
+        );
+        // The median of Pareto(xm, a) is xm * 2^(1/a) = 35.6 for (20, 1.2).
+        let median = sizes[sizes.len() / 2];
+        assert!((33..=39).contains(&median), "median {median}");
+    }
+
+    #[test]
+    fn same_seed_same_flows() {
+        let mut a = FlowSource::new(&args(&["--seed", "7"])).unwrap();
+        let mut b = FlowSource::new(&args(&["--seed", "7"])).unwrap();
+        for _ in 0..100 {
+            assert_eq!(a.next_flow(), b.next_flow());
+        }
+    }
+
+    #[test]
+    fn bad_arguments_are_named() {
+        let mut only_me = args(&[]);
+        only_me.dests = vec![only_me.me];
+        let e = FlowSource::new(&only_me).err().unwrap();
+        assert!(e.to_string().contains("--dests"), "{e}");
+        let e = FlowSource::new(&args(&["--min-packets", "0"]))
+            .err()
+            .unwrap();
+        assert!(e.to_string().contains("--min-packets"), "{e}");
+    }
+
+    #[test]
+    fn loopback_run_counts_what_it_sends() {
+        // Sends to itself over loopback: --me is another address so 127.0.0.1 stays a destination.
+        let dir = tempfile::tempdir().unwrap();
+        let stats = dir.path().join("s.json");
+        let a = Wrap::parse_from([
+            "t",
+            "--me",
+            "10.9.9.9",
+            "--dests",
+            "127.0.0.1",
+            "--rate",
+            "500",
+            "--duration",
+            "0.5",
+            "--drain-ms",
+            "200",
+            "--start-delay-ms",
+            "0",
+            "--port",
+            "47123",
+            "--stats",
+            stats.to_str().unwrap(),
+        ])
+        .a;
+        let s = run(&a, &AtomicBool::new(false)).unwrap();
+        assert!(
+            (200..=260).contains(&s.sent),
+            "sent {} in 0.5 s at 500/s",
+            s.sent
+        );
+        assert_eq!(s.received, s.sent);
+        let written: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
+        assert_eq!(written["sent"], s.sent);
+        assert_eq!(written["running"], false);
+        assert_eq!(s.sent_to[&Ipv4Addr::LOCALHOST], s.sent);
+        assert_eq!(s.received_from[&Ipv4Addr::LOCALHOST], s.sent);
+    }
+}
