@@ -1,7 +1,11 @@
 /* Forwarding: host ports, IPv4 LPM to an ECMP group, a hash of the 5-tuple picks the member.
- * The ECMP hash is CRC-16 over the flow key and this switch's pathBF mask, so successive layers
- * choose independently (no polarization). No header is rewritten: hosts get their packets byte
- * for byte (the fabric only adds and removes the Canary shim). */
+ * The member is the top 16 bits of c32 (the flow key's CRC-32) times this switch's odd-ized
+ * pathBF mask, modulo the group size (`canary_core::sketch::ecmp_member`). A CRC of the flow key
+ * and the mask would not do: a CRC is affine over GF(2), so with two members every switch's
+ * choice is the previous layer's XOR a constant and each agg sends all its upward traffic to one
+ * core (measured on the testbed, docs/testbed.md). The multiplication's carries make successive
+ * layers choose independently. No header is rewritten: hosts get their packets byte for byte
+ * (the fabric only adds and removes the Canary shim). */
 control HostPort(in port_t ingress_port, inout canary_meta_t meta) {
     action host_port() {
         meta.from_host = 1;
@@ -62,10 +66,11 @@ control Forwarding(in headers_t hdr, inout canary_meta_t meta, out port_t egress
         meta.to_host = 0;
         ipv4_route.apply();
         if (meta.routed == 1) {
-            hash(meta.ecmp_member, HashAlgorithm.crc16, (bit<16>)0,
-                 { meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
-                   meta.flow.src_port, meta.flow.dst_port, meta.mask },
-                 meta.ecmp_size);
+            bit<32> mixed = meta.c32 * (meta.mask | 32w1);
+            /* identity hash with max = group size: (mixed >> 16) mod size (p4c's BMv2 back end
+             * has no run-time `%`). */
+            hash(meta.ecmp_member, HashAlgorithm.identity, (bit<16>)0,
+                 { (bit<16>)(mixed >> 16) }, meta.ecmp_size);
             ecmp_group.apply();
         }
         if (meta.routed == 1) {

@@ -25,7 +25,9 @@ mod bmv2;
 
 use bmv2::{CliSession, Lab, Names, RawSocket};
 use canary_core::pathbf::{encode_hop, PathBfParams};
-use canary_core::sketch::{crc16, hashpipe_index, meter_index, Dsm, FlowHashes, HashPipe, Usm};
+use canary_core::sketch::{
+    ecmp_member, hashpipe_index, meter_index, Dsm, FlowHashes, HashPipe, Usm,
+};
 use canary_core::FlowId;
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap, HashSet};
@@ -203,12 +205,10 @@ impl ModelSwitch {
         }
     }
 
-    /// The ECMP member the P4 program picks among `size`: CRC-16 over the flow key and this
-    /// switch's mask (`Forwarding` in p4src/v1model/forwarding.p4), modulo the group size.
+    /// The ECMP member the P4 program picks among `size` (`Forwarding` in
+    /// p4src/v1model/forwarding.p4): `canary_core::sketch::ecmp_member`.
     fn member(&self, f: &FlowId, size: usize) -> usize {
-        let mut bytes = f.to_bytes().to_vec();
-        bytes.extend_from_slice(&self.mask.to_be_bytes());
-        usize::from(crc16(&bytes)) % size
+        usize::from(ecmp_member(FlowHashes::of(f).c32, self.mask, size as u16))
     }
 }
 

@@ -126,3 +126,13 @@ pub fn hashpipe_index(h: FlowHashes, stage: usize, entries: usize, meter_width: 
         _ => panic!("HashPipe stage {stage} out of range (at most 3 stages)"),
     }
 }
+
+/// The ECMP member the data plane picks among `size` (`Forwarding` in
+/// p4src/v1model/forwarding.p4): the top 16 bits of the flow's CRC-32 times the switch's pathBF
+/// mask made odd, modulo `size`. Not a CRC of flow and mask: CRCs are affine over GF(2), which
+/// makes every layer's choice the previous one's XOR a constant (ECMP polarization); the carries
+/// of the multiplication decorrelate them.
+pub fn ecmp_member(c32: u32, mask: u32, size: u16) -> u16 {
+    assert!(size > 0, "an ECMP group has members");
+    ((c32.wrapping_mul(mask | 1) >> 16) as u16) % size
+}
