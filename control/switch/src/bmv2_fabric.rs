@@ -511,6 +511,36 @@ impl Fabric for Bmv2Fabric {
     }
 
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
+        // Switches are written in parallel, so order across switches is kept by waves: a USM
+        // rule that started counting (and marking) before its DSM rule existed downstream would
+        // read as loss. Removals of USM rules go first, installs of USM rules last.
+        let wave = |op: &RuleOp| match op {
+            RuleOp::RemoveUsm { .. } => 0,
+            RuleOp::InstallUsm { .. } => 2,
+            _ => 1,
+        };
+        let mut failed = Vec::new();
+        for w in 0..3 {
+            let part: Vec<RuleOp> = ops.iter().filter(|o| wave(o) == w).cloned().collect();
+            if !part.is_empty() {
+                failed.extend(self.apply_wave(&part).await);
+            }
+        }
+        failed
+    }
+
+    async fn take_reports(&mut self) -> Vec<HhReport> {
+        self.take_reports_inner()
+    }
+
+    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl Bmv2Fabric {
+    /// One wave of rule changes, every switch written in parallel.
+    async fn apply_wave(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
         let prog = &self.shared.prog;
         let mut per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Update)>> = BTreeMap::new();
         let mut failed = Vec::new();
@@ -604,7 +634,7 @@ impl Fabric for Bmv2Fabric {
         failed
     }
 
-    async fn take_reports(&mut self) -> Vec<HhReport> {
+    fn take_reports_inner(&mut self) -> Vec<HhReport> {
         let mut out = Vec::new();
         let mut decode_errors = 0;
         for slot in self.slots.iter_mut().filter(|s| s.monitor) {
@@ -632,9 +662,5 @@ impl Fabric for Bmv2Fabric {
         self.counters.digests += out.len() as u64;
         self.counters.digest_decode_errors += decode_errors;
         out
-    }
-
-    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
-        std::mem::take(&mut self.events)
     }
 }
