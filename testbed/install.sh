@@ -11,11 +11,13 @@
 #   ethtool      turns off checksum offload on veths (BMv2 forwards raw frames; a partial
 #                checksum left by offload would reach the destination host as a bad one)
 #   python3-yaml topology and SWITCHES.yaml I/O for the testbed's Python
+#   nftables     `nft`: the BMv2 daemon tests (control/canary/tests/daemon_bmv2.rs) drop packets
+#                with a netdev egress rule where the kernel has no sch_netem
 # (flock, setsid: util-linux, always there.)
 # Not from Debian: p4c and BMv2 (simple_switch_grpc, simple_switch_CLI); see DEVELOPERS.md /
 # README. This script only says whether they are on PATH.
 set -euo pipefail
-pkgs=(mininet iproute2 ethtool python3-yaml)
+pkgs=(mininet iproute2 ethtool python3-yaml nftables)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 
