@@ -137,6 +137,24 @@ fn dsm_count(snaps: &[MeterSnapshot], s: u32, f: &FlowId) -> Option<u32> {
         .map(|r| r.count)
 }
 
+/// Rules that count `f` from `s1` (USM) to `s2` (DSM, packets arriving with `bf`).
+async fn monitor(fabric: &mut Bmv2Fabric, f: FlowId, s1: u32, s2: u32, bf: u32) {
+    let failed = fabric
+        .apply(&[
+            RuleOp::InstallUsm {
+                switch: s1,
+                flow: f,
+            },
+            RuleOp::InstallDsm {
+                switch: s2,
+                flow: f,
+                path_bf: bf,
+            },
+        ])
+        .await;
+    assert!(failed.is_empty(), "{failed:?}");
+}
+
 const SETTLE: Duration = Duration::from_millis(400);
 
 /// A harvest that misses its deadline skips that epoch for the switch, and the instance it was
@@ -152,20 +170,7 @@ fn late_harvest_is_skipped_and_never_mixed_into_the_next_epoch() {
     let l = line.clone();
     let (late, odd, even) = line.in_fabric(async move {
         fabric.connect(Duration::from_secs(20)).await.unwrap();
-        let failed = fabric
-            .apply(&[
-                RuleOp::InstallUsm {
-                    switch: s1,
-                    flow: f,
-                },
-                RuleOp::InstallDsm {
-                    switch: s2,
-                    flow: f,
-                    path_bf: bf,
-                },
-            ])
-            .await;
-        assert!(failed.is_empty(), "{failed:?}");
+        monitor(&mut fabric, f, s1, s2, bf).await;
         // Epoch A (even): 30 packets; its harvest misses a deadline no switch can meet.
         l.send(&f, 30);
         tokio::time::sleep(SETTLE).await;
@@ -292,20 +297,7 @@ fn wrapping_counters_give_the_true_difference() {
     let l = line.clone();
     let snap = line.in_fabric(async move {
         fabric.connect(Duration::from_secs(20)).await.unwrap();
-        let failed = fabric
-            .apply(&[
-                RuleOp::InstallUsm {
-                    switch: s1,
-                    flow: f,
-                },
-                RuleOp::InstallDsm {
-                    switch: s2,
-                    flow: f,
-                    path_bf: bf,
-                },
-            ])
-            .await;
-        assert!(failed.is_empty(), "{failed:?}");
+        monitor(&mut fabric, f, s1, s2, bf).await;
         let (ns1, ns2) = (s1, s2);
         tokio::task::spawn_blocking(move || {
             preload(&layout, ns1, false, &f, 0, u32::MAX - 4);

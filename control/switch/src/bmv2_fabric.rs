@@ -55,7 +55,6 @@ impl Default for Bmv2Options {
 /// What the fabric has seen, for metrics.
 #[derive(Clone, Debug, Default, serde::Serialize)]
 pub struct FabricCounters {
-    pub reconnects: u64,
     /// Switches found without our pipeline and configured again.
     pub repushes: u64,
     pub harvest_errors: u64,
@@ -222,6 +221,20 @@ fn p4rt_config(sh: &Shared, b: &BoundSwitch) -> P4RtConfig {
     c
 }
 
+/// The slot's Thrift connection, or a new one (blocking: call it inside `spawn_blocking`).
+fn thrift_client(
+    kept: Option<ThriftClient>,
+    name: String,
+    addr: &str,
+    sh: &Shared,
+) -> Result<ThriftClient, SwitchError> {
+    match kept {
+        Some(t) => Ok(t),
+        None => ThriftClient::connect(name, addr, thrift_timeouts(sh))
+            .map_err(|e| SwitchError::Unreachable(e.to_string())),
+    }
+}
+
 fn thrift_timeouts(sh: &Shared) -> Timeouts {
     Timeouts {
         connect: sh.opts.timeout,
@@ -334,11 +347,7 @@ async fn harvest_one(
     let ix = slot.bound.ix;
     let name = slot.bound.name.clone();
     let mut task = tokio::task::spawn_blocking(move || {
-        let mut t = match thrift {
-            Some(t) => t,
-            None => ThriftClient::connect(name.clone(), addr.as_str(), thrift_timeouts(&sh2))
-                .map_err(|e| SwitchError::Unreachable(e.to_string()))?,
-        };
+        let mut t = thrift_client(thrift, name, &addr, &sh2)?;
         let snap = bmv2_meters::harvest(&mut t, &sh2.registers, ix, parity)
             .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
         Ok::<_, SwitchError>((t, snap))
@@ -363,10 +372,6 @@ async fn harvest_one(
 }
 
 impl Bmv2Fabric {
-    pub fn topology(&self) -> &Topology {
-        &self.shared.topo
-    }
-
     /// A switch whose harvest takes longer than `d` is skipped for that epoch, and the meter
     /// instance it was reading is cleared before it counts again.
     pub fn set_harvest_deadline(&mut self, d: Duration) {
@@ -404,22 +409,17 @@ impl Fabric for Bmv2Fabric {
                 }
                 if slot.reset_before == Some(parity) {
                     let addr = slot.bound.endpoint.thrift.clone().unwrap_or_default();
-                    let regs = sh.clone();
-                    let name = slot.bound.name.clone();
-                    let t = slot.thrift.take();
-                    tokio::task::spawn_blocking(move || {
-                        let mut t = match t {
-                            Some(t) => t,
-                            None => {
-                                ThriftClient::connect(name, addr.as_str(), thrift_timeouts(&regs))
-                                    .map_err(|e| SwitchError::Unreachable(e.to_string()))?
-                            }
-                        };
-                        t.reset_arrays(&regs.registers.reset_names(parity))
-                            .map_err(|e| SwitchError::Unreachable(e.to_string()))
+                    let (sh2, name, kept) =
+                        (sh.clone(), slot.bound.name.clone(), slot.thrift.take());
+                    let t = tokio::task::spawn_blocking(move || {
+                        let mut t = thrift_client(kept, name, &addr, &sh2)?;
+                        t.reset_arrays(&sh2.registers.reset_names(parity))
+                            .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
+                        Ok::<_, SwitchError>(t)
                     })
                     .await
                     .map_err(|e| SwitchError::Other(e.to_string()))??;
+                    slot.thrift = Some(t);
                     slot.reset_before = None;
                 }
                 let c = slot.client.as_mut().expect("ensure_up connected it");
@@ -469,14 +469,17 @@ impl Fabric for Bmv2Fabric {
                 .map(|slot| harvest_one(&sh, slot, parity, deadline)),
         )
         .await;
-        let monitors: Vec<(SwitchIx, bool)> = self
+        let monitors: Vec<(SwitchIx, bool, bool)> = self
             .slots
             .iter()
             .filter(|s| s.monitor)
-            .map(|s| (s.bound.ix, s.client.as_ref().is_some_and(|c| c.healthy())))
+            .map(|s| {
+                let healthy = s.client.as_ref().is_some_and(|c| c.healthy());
+                (s.bound.ix, healthy, s.late.is_some())
+            })
             .collect();
         let mut out = Vec::new();
-        for ((ix, healthy), r) in monitors.into_iter().zip(results) {
+        for ((ix, healthy, late), r) in monitors.into_iter().zip(results) {
             // A stream that broke during the epoch means the switch may have restarted
             // since the flip: its counts cannot be trusted.
             let r = match r {
@@ -487,9 +490,7 @@ impl Fabric for Bmv2Fabric {
             };
             if let Err(e) = &r {
                 self.counters.harvest_errors += 1;
-                if e.to_string().contains("slower than its deadline") {
-                    self.counters.harvests_late += 1;
-                }
+                self.counters.harvests_late += u64::from(late);
                 self.note(ix, e);
             }
             out.push((ix, r));

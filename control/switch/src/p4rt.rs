@@ -167,7 +167,6 @@ pub struct StreamStats {
 pub struct P4RtClient {
     pub cfg: P4RtConfig,
     client: P4RuntimeClient<Channel>,
-    stream_tx: mpsc::Sender<StreamMessageRequest>,
     digests: mpsc::Receiver<DigestList>,
     pub stats: Arc<StreamStats>,
     /// Whether arbitration made this client the primary.
@@ -353,14 +352,13 @@ impl P4RtClient {
             cfg.name.clone(),
             cfg.digest_rate,
             inbound,
-            stream_tx.clone(),
+            stream_tx,
             dtx,
             stats.clone(),
         ));
         Ok(Self {
             cfg,
             client,
-            stream_tx,
             digests,
             stats,
             primary,
@@ -519,11 +517,6 @@ impl P4RtClient {
             out.push(d);
         }
         out
-    }
-
-    /// Keeps the request side of the stream alive (dropping it would end the stream).
-    pub fn stream_open(&self) -> bool {
-        !self.stream_tx.is_closed()
     }
 }
 
