@@ -10,7 +10,7 @@
 
 use crate::report::{EpochReport, LinkReport, Phases, RuleCounts, SegmentReport, SwitchEvent};
 use canary_core::detect::{
-    minus_meters, observations, Observations, SegmentCount, Window, WindowCount,
+    minus_meters, observations, EpochDetection, Observations, SegmentCount, Window, WindowCount,
 };
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Localizer, Verdict};
@@ -62,6 +62,8 @@ pub struct Controller {
     disturbed_next: HashSet<SwitchIx>,
     /// The last epoch's per-segment counts (what metrics export).
     last: BTreeMap<SegmentId, SegmentCount>,
+    /// The drain in use: `cfg.drain`, raised while packets keep arriving after it.
+    drain_now: Duration,
 }
 
 impl Controller {
@@ -81,6 +83,7 @@ impl Controller {
             disturbed_now: HashSet::new(),
             disturbed_next: HashSet::new(),
             last: BTreeMap::new(),
+            drain_now: cfg.drain,
             topo,
             segments,
             codec,
@@ -126,7 +129,8 @@ impl Controller {
                 unreachable.insert(s);
             }
         }
-        fabric.wait(self.cfg.drain).await;
+        let drain = self.drain_now;
+        fabric.wait(drain).await;
 
         let t0 = Instant::now();
         let mut snapshots = Vec::new();
@@ -168,6 +172,19 @@ impl Controller {
 
         let t1 = Instant::now();
         let mut det = minus_meters(&self.segments, &self.codec, &snapshots);
+        // A meter still counting while it was read means packets of the finished epoch were
+        // in flight longer than the drain: its other flows may be short of packets that had not
+        // arrived yet, which would read as loss. Its segments sit this epoch out.
+        for (&s, &torn) in &det.torn_at {
+            events.entry(s).or_insert_with(|| {
+                format!(
+                    "packets still arriving {} ms after the flip ({torn} flows read mid-count): \
+                     left out of this epoch",
+                    drain.as_millis()
+                )
+            });
+        }
+        self.adapt_drain(&det);
         // Packets lost while a switch was down or being configured are no link's fault.
         let before_skip = det.segments.len();
         if !events.is_empty() {
@@ -234,6 +251,7 @@ impl Controller {
             parity: finished,
             at_s: flipped_at.as_secs_f64(),
             packets_counted: det.packets(),
+            packets_lost: det.segments.values().map(|c| c.lost).sum(),
             flows_counted: det.flows(),
             flows_monitored: self.selector.monitored(),
             segments_total: self.segments.len(),
@@ -255,6 +273,7 @@ impl Controller {
                 })
                 .collect(),
             segments_skipped,
+            drain_ms: ms(drain),
             phases_ms: Phases {
                 harvest: ms(harvest),
                 detect: ms(detect),
@@ -263,8 +282,22 @@ impl Controller {
             },
         };
         self.epoch += 1;
-        self.next_flip += self.cfg.epoch;
+        // An epoch that overran (slow harvests under load) is not paid back with a short one.
+        self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());
         report
+    }
+
+    fn adapt_drain(&mut self, det: &EpochDetection) {
+        let late = !det.torn_at.is_empty() || det.anomalies.negative_loss > 0;
+        let next = next_drain(self.drain_now, self.cfg.drain, self.cfg.epoch, late);
+        if next > self.drain_now {
+            tracing::warn!(
+                "packets arrive after the drain: drain raised from {:?} to {:?}",
+                self.drain_now,
+                next
+            );
+        }
+        self.drain_now = next;
     }
 
     async fn apply<F: Fabric>(&self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
@@ -349,5 +382,45 @@ fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
         hh_rules_removed: a.hh_rules_removed - b.hh_rules_removed,
         reports: a.reports - b.reports,
         reports_ignored: a.reports_ignored - b.reports_ignored,
+    }
+}
+
+/// The drain after an epoch. Late packets (torn reads, or more packets downstream than upstream:
+/// packets of an earlier epoch that reached their DSM after its harvest) double it, up to half
+/// the epoch; each clean epoch brings it a tenth of the way back down to the configured drain.
+fn next_drain(now: Duration, configured: Duration, epoch: Duration, late: bool) -> Duration {
+    if late {
+        let cap = (epoch / 2).max(configured);
+        (now * 2).max(Duration::from_millis(1)).min(cap)
+    } else {
+        now.mul_f64(0.9).max(configured)
+    }
+}
+
+#[cfg(test)]
+mod drain_tests {
+    use super::next_drain;
+    use std::time::Duration;
+
+    const MS: Duration = Duration::from_millis(1);
+
+    #[test]
+    fn late_packets_double_the_drain_up_to_half_the_epoch_and_clean_epochs_bring_it_back() {
+        let (cfg, epoch) = (200 * MS, 1000 * MS);
+        let mut d = cfg;
+        d = next_drain(d, cfg, epoch, true);
+        assert_eq!(d, 400 * MS);
+        d = next_drain(d, cfg, epoch, true);
+        assert_eq!(d, 500 * MS, "capped at half the epoch");
+        d = next_drain(d, cfg, epoch, false);
+        assert_eq!(d, 450 * MS);
+        for _ in 0..20 {
+            d = next_drain(d, cfg, epoch, false);
+        }
+        assert_eq!(d, cfg, "never below the configured drain");
+        // A configured drain above half the epoch is kept, not cut.
+        assert_eq!(next_drain(700 * MS, 700 * MS, epoch, true), 700 * MS);
+        // A zero drain still grows when packets arrive late.
+        assert_eq!(next_drain(Duration::ZERO, Duration::ZERO, epoch, true), MS);
     }
 }

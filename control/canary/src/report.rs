@@ -15,6 +15,9 @@ pub struct EpochReport {
     /// Fabric time of the epoch's end, seconds.
     pub at_s: f64,
     pub packets_counted: u64,
+    /// Of those, packets the downstream monitor did not count (this epoch alone, not the window).
+    #[serde(default)]
+    pub packets_lost: u64,
     pub flows_counted: u64,
     pub flows_monitored: usize,
     pub segments_total: usize,
@@ -37,6 +40,9 @@ pub struct EpochReport {
     pub disturbed: Vec<SwitchEvent>,
     #[serde(default)]
     pub segments_skipped: usize,
+    /// The wait between this epoch's flip and its harvest (raised while packets arrive late).
+    #[serde(default)]
+    pub drain_ms: f64,
     pub phases_ms: Phases,
 }
 
@@ -112,10 +118,11 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "epoch {:>3} ({:>4}) │ {} pkts, {} flows counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
+        "epoch {:>3} ({:>4}) │ {} pkts ({} lost), {} flows counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
         r.epoch,
         format!("{:?}", r.parity).to_lowercase(),
         short(r.packets_counted),
+        short(r.packets_lost),
         r.flows_counted,
         r.segments_observed,
         r.segments_total,

@@ -290,8 +290,17 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         })
         .collect();
     eprintln!("disturbed: {disturbed:#?}");
+    // Only core0 was touched. On a loaded 2-core machine another switch's harvest may overrun
+    // its deadline, or packets may still be arriving when it is read; the daemon then leaves
+    // that switch out of the epoch, which is what it should do, so such events are allowed (and
+    // printed above), nothing else is.
+    let load_event = |d: &str| {
+        d.starts_with("harvest slower than its deadline") || d.starts_with("packets still arriving")
+    };
     assert!(
-        disturbed.iter().all(|(_, s, _)| s == "core0"),
+        disturbed
+            .iter()
+            .all(|(_, s, d)| s == "core0" || load_event(d)),
         "only core0 was touched: {disturbed:?}"
     );
     assert!(
@@ -301,7 +310,12 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         "the restart was detected and core0 configured again: {disturbed:?}\n{}",
         lab.daemon_output()
     );
-    let last = disturbed.iter().map(|d| d.0).max().unwrap();
+    let last = disturbed
+        .iter()
+        .filter(|d| d.1 == "core0")
+        .map(|d| d.0)
+        .max()
+        .unwrap();
     assert!(
         last < 17,
         "core0 is back well before the end (last disturbed epoch {last})"
@@ -309,10 +323,18 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
     for e in epochs {
         assert!(
             e["blamed"].as_array().unwrap().is_empty(),
-            "epoch {} blamed {:?} on a fabric without faults\n{}",
+            "epoch {} blamed {:?} on a fabric without faults\n{}\nanomalies per epoch:\n{}",
             e["epoch"],
             e["blamed"],
-            lab.daemon_output()
+            lab.daemon_output(),
+            epochs
+                .iter()
+                .map(|e| format!(
+                    "{} drain {} ms {}",
+                    e["epoch"], e["drain_ms"], e["anomalies"]
+                ))
+                .collect::<Vec<_>>()
+                .join("\n")
         );
     }
     assert!(blamed(&v["summary"]["blamed"]).is_empty());

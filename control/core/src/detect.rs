@@ -81,6 +81,10 @@ pub struct EpochDetection {
     pub entries: Vec<MmEntry>,
     pub segments: BTreeMap<SegmentId, SegmentCount>,
     pub anomalies: Anomalies,
+    /// Switches whose harvested instance was still counting while it was read (torn reads, USM
+    /// or DSM side): packets of the epoch were in flight longer than the drain.
+    #[serde(default)]
+    pub torn_at: BTreeMap<SwitchIx, u64>,
 }
 
 impl EpochDetection {
@@ -115,6 +119,12 @@ pub fn minus_meters(
         .map(|snap| lookup_usm(snap, &decoded))
         .collect();
     let mut out = EpochDetection::default();
+    for (i, snap) in snapshots.iter().enumerate() {
+        let torn = decoded[i].1.torn + looked_up[i].1.torn;
+        if torn > 0 {
+            out.torn_at.insert(snap.switch, torn);
+        }
+    }
     out.entries
         .reserve(looked_up.iter().map(|p| p.0.len()).sum());
     for (_, a) in &decoded {

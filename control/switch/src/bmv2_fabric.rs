@@ -371,6 +371,35 @@ async fn harvest_one(
     }
 }
 
+/// Clears the instance of `parity` when a harvest that overran its deadline left it half read
+/// (after waiting for that read to end), so it starts the next epoch empty.
+async fn clear_if_half_read(
+    sh: &Arc<Shared>,
+    slot: &mut Slot,
+    parity: Parity,
+) -> Result<(), SwitchError> {
+    if let Some(late) = slot.late.take() {
+        // Bounded by the Thrift I/O timeout inside the task.
+        let _ = tokio::time::timeout(sh.opts.timeout * 2, late).await;
+    }
+    if slot.reset_before != Some(parity) {
+        return Ok(());
+    }
+    let addr = slot.bound.endpoint.thrift.clone().unwrap_or_default();
+    let (sh2, name, kept) = (sh.clone(), slot.bound.name.clone(), slot.thrift.take());
+    let t = tokio::task::spawn_blocking(move || {
+        let mut t = thrift_client(kept, name, &addr, &sh2)?;
+        t.reset_arrays(&sh2.registers.reset_names(parity))
+            .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
+        Ok::<_, SwitchError>(t)
+    })
+    .await
+    .map_err(|e| SwitchError::Other(e.to_string()))??;
+    slot.thrift = Some(t);
+    slot.reset_before = None;
+    Ok(())
+}
+
 impl Bmv2Fabric {
     /// A switch whose harvest takes longer than `d` is skipped for that epoch, and the meter
     /// instance it was reading is cleared before it counts again.
@@ -396,31 +425,27 @@ impl Fabric for Bmv2Fabric {
     async fn set_parity(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<()>)> {
         self.parity = parity;
         let sh = self.shared.clone();
-        let results = join_all(self.slots.iter_mut().map(|slot| {
+        // Two phases. First every switch is checked and any instance of `parity` left half
+        // read by a late harvest is cleared; only then does any monitor flip. A DSM counts by
+        // the packet's mark, so once one upstream monitor flips, packets in `parity` arrive
+        // everywhere: a clear after that would wipe them (loss no link caused).
+        let ready = join_all(self.slots.iter_mut().map(|slot| {
             let sh = sh.clone();
             async move {
                 let up = ensure_up(&sh, slot, parity).await?;
+                if slot.monitor {
+                    clear_if_half_read(&sh, slot, parity).await?;
+                }
+                Ok::<_, SwitchError>(up)
+            }
+        }))
+        .await;
+        let results = join_all(self.slots.iter_mut().zip(ready).map(|(slot, r)| {
+            let sh = sh.clone();
+            async move {
+                let up = r?;
                 if !slot.monitor {
                     return Ok(up);
-                }
-                if let Some(late) = slot.late.take() {
-                    // Bounded by the Thrift I/O timeout inside the task.
-                    let _ = tokio::time::timeout(sh.opts.timeout * 2, late).await;
-                }
-                if slot.reset_before == Some(parity) {
-                    let addr = slot.bound.endpoint.thrift.clone().unwrap_or_default();
-                    let (sh2, name, kept) =
-                        (sh.clone(), slot.bound.name.clone(), slot.thrift.take());
-                    let t = tokio::task::spawn_blocking(move || {
-                        let mut t = thrift_client(kept, name, &addr, &sh2)?;
-                        t.reset_arrays(&sh2.registers.reset_names(parity))
-                            .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
-                        Ok::<_, SwitchError>(t)
-                    })
-                    .await
-                    .map_err(|e| SwitchError::Other(e.to_string()))??;
-                    slot.thrift = Some(t);
-                    slot.reset_before = None;
                 }
                 let c = slot.client.as_mut().expect("ensure_up connected it");
                 let entry = sh.prog.config_entry(true, slot.mask, parity);
