@@ -332,11 +332,18 @@ impl Controller {
         observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs)
     }
 
+    /// The segments of `obs` that lost packets, lossiest first.
     pub fn segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
-        let mut v: Vec<SegmentReport> = obs
-            .segments
+        let mut v = self.all_segment_reports(obs);
+        v.retain(|s| s.lost > 0);
+        v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
+        v
+    }
+
+    /// Every segment of `obs`, in segment order.
+    pub fn all_segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
+        obs.segments
             .iter()
-            .filter(|s| s.lost > 0)
             .map(|s| SegmentReport {
                 segment: self
                     .segments
@@ -350,9 +357,7 @@ impl Controller {
                 loss: s.lost as f64 / s.sent as f64,
                 used: s.success < 1.0,
             })
-            .collect();
-        v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
-        v
+            .collect()
     }
 
     pub fn link_reports(&self, v: &Verdict) -> Vec<LinkReport> {

@@ -103,6 +103,10 @@ pub struct Summary {
     pub false_positives: Vec<LinkReport>,
     /// Time to localize the whole run's observations.
     pub localize_ms: f64,
+    /// Every segment observed in the run with its counts: where the monitored flows were, and
+    /// where a fault could not have been seen.
+    #[serde(default)]
+    pub coverage: Vec<SegmentReport>,
 }
 
 fn short(n: u64) -> String {

@@ -169,7 +169,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
 pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
     let topo = &ctl.topo;
     let t = std::time::Instant::now();
-    let verdict = ctl.localizer().localize(topo, &ctl.run_observations());
+    let obs = ctl.run_observations();
+    let verdict = ctl.localizer().localize(topo, &obs);
     let localize_ms = t.elapsed().as_secs_f64() * 1e3;
     let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
     let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
@@ -212,5 +213,6 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
         missed,
         false_positives,
         localize_ms,
+        coverage: ctl.all_segment_reports(&obs),
     }
 }
