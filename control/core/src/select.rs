@@ -89,7 +89,13 @@ pub struct SelectionStats {
 #[derive(Clone, Debug)]
 pub struct FlowSelector {
     params: SelectionParams,
-    flows: HashMap<FlowId, Monitored>,
+    /// Keyed by flow *and* segment: a flow crossing two segments (edge→agg→core, then
+    /// core→agg→edge) is selected on each by that segment's own HH rule, as Sec. III-D selects
+    /// per segment.
+    flows: HashMap<(FlowId, SegmentId), Monitored>,
+    /// Monitored segments whose USM rule is (switch, flow): one USM rule serves them all (a
+    /// flow that changed path can start two segments at one switch).
+    usm_users: HashMap<(SwitchIx, FlowId), u32>,
     per_segment: HashMap<SegmentId, u32>,
     /// Active HH rules by segment.
     hh: HashMap<SegmentId, HhRule>,
@@ -102,6 +108,7 @@ impl FlowSelector {
         Self {
             params,
             flows: HashMap::new(),
+            usm_users: HashMap::new(),
             per_segment: HashMap::new(),
             hh: HashMap::new(),
             deferred: Vec::new(),
@@ -113,7 +120,7 @@ impl FlowSelector {
         &self.params
     }
 
-    /// Flows with DSM and USM rules.
+    /// Monitored (flow, segment) pairs, each with its DSM rule and a USM rule upstream.
     pub fn monitored(&self) -> usize {
         self.flows.len()
     }
@@ -130,7 +137,7 @@ impl FlowSelector {
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
-        for (&flow, m) in &self.flows {
+        for (&(flow, _), m) in &self.flows {
             if m.downstream == switch {
                 ops.push(RuleOp::InstallDsm {
                     switch,
@@ -139,8 +146,8 @@ impl FlowSelector {
                 });
             }
         }
-        for (&flow, m) in &self.flows {
-            if m.upstream == switch {
+        for &(s, flow) in self.usm_users.keys() {
+            if s == switch {
                 ops.push(RuleOp::InstallUsm { switch, flow });
             }
         }
@@ -177,7 +184,7 @@ impl FlowSelector {
             };
             let full = self.per_segment.get(&seg).copied().unwrap_or(0)
                 >= self.params.max_flows_per_segment;
-            if self.flows.contains_key(&r.flow) || full || !self.hh.contains_key(&seg) {
+            if self.flows.contains_key(&(r.flow, seg)) || full || !self.hh.contains_key(&seg) {
                 self.stats.reports_ignored += 1;
                 continue;
             }
@@ -194,11 +201,15 @@ impl FlowSelector {
                 flow: r.flow,
                 path_bf: m.path_bf,
             });
-            ops.push(RuleOp::InstallUsm {
-                switch: m.upstream,
-                flow: r.flow,
-            });
-            self.flows.insert(r.flow, m);
+            let users = self.usm_users.entry((m.upstream, r.flow)).or_default();
+            *users += 1;
+            if *users == 1 {
+                ops.push(RuleOp::InstallUsm {
+                    switch: m.upstream,
+                    flow: r.flow,
+                });
+            }
+            self.flows.insert((r.flow, seg), m);
             *self.per_segment.entry(seg).or_default() += 1;
             self.stats.flows_added += 1;
             let rule = self.hh.get_mut(&seg).expect("checked above");
@@ -227,25 +238,29 @@ impl FlowSelector {
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
-        let seen: HashSet<FlowId> = det.entries.iter().map(|e| e.flow).collect();
+        let seen: HashSet<(FlowId, SegmentId)> =
+            det.entries.iter().map(|e| (e.flow, e.segment)).collect();
         let mut retired = Vec::new();
-        for (&flow, m) in self.flows.iter_mut() {
-            if seen.contains(&flow) {
+        for (&key, m) in self.flows.iter_mut() {
+            if seen.contains(&key) {
                 m.idle_epochs = 0;
             } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
                 m.idle_epochs += 1;
                 if m.idle_epochs >= self.params.retire_after {
-                    retired.push(flow);
+                    retired.push(key);
                 }
             }
         }
         retired.sort_unstable();
-        for flow in retired {
-            let m = self.flows.remove(&flow).expect("listed above");
-            ops.push(RuleOp::RemoveUsm {
-                switch: m.upstream,
-                flow,
-            });
+        for key in retired {
+            let m = self.flows.remove(&key).expect("listed above");
+            let flow = key.0;
+            if self.release_usm(m.upstream, flow) {
+                ops.push(RuleOp::RemoveUsm {
+                    switch: m.upstream,
+                    flow,
+                });
+            }
             self.deferred.push(RuleOp::RemoveDsm {
                 switch: m.downstream,
                 flow,
@@ -305,15 +320,16 @@ impl FlowSelector {
     /// epoch asks again.
     pub fn forget_switch(&mut self, switch: SwitchIx, segments: &Segments) -> Vec<RuleOp> {
         let mut ops = Vec::new();
-        let gone: Vec<FlowId> = self
+        let gone: Vec<(FlowId, SegmentId)> = self
             .flows
             .iter()
             .filter(|(_, m)| m.upstream == switch || m.downstream == switch)
-            .map(|(&f, _)| f)
+            .map(|(&k, _)| k)
             .collect();
-        for flow in gone {
-            let m = self.flows.remove(&flow).expect("listed");
-            if m.upstream != switch {
+        for key in gone {
+            let m = self.flows.remove(&key).expect("listed");
+            let flow = key.0;
+            if self.release_usm(m.upstream, flow) && m.upstream != switch {
                 ops.push(RuleOp::RemoveUsm {
                     switch: m.upstream,
                     flow,
@@ -331,6 +347,21 @@ impl FlowSelector {
         self.hh
             .retain(|&seg, _| segments.get(seg).downstream() != switch);
         ops
+    }
+
+    /// One monitored segment less for the USM rule (switch, flow); true when it was the last
+    /// and the rule should go.
+    fn release_usm(&mut self, switch: SwitchIx, flow: FlowId) -> bool {
+        let users = self
+            .usm_users
+            .get_mut(&(switch, flow))
+            .expect("counted on insert");
+        *users -= 1;
+        if *users == 0 {
+            self.usm_users.remove(&(switch, flow));
+            return true;
+        }
+        false
     }
 }
 
@@ -467,6 +498,74 @@ mod tests {
                 path_bf: bf
             }]
         );
+    }
+
+    /// An inter-pod flow crosses edge→agg→core, then core→agg→edge: each segment's HH rule
+    /// selects it, and the core holds its DSM rule for the first and its USM rule for the second.
+    /// Two segments from one upstream switch (the flow changed path) share one USM rule, which
+    /// goes only with the last of them.
+    #[test]
+    fn a_flow_is_selected_on_each_segment_it_crosses_and_shares_one_usm_rule_per_switch() {
+        let (t, s, c, all) = setup();
+        let mut sel = FlowSelector::new(params());
+        sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        let sw = |n: &str| t.switch(n).unwrap();
+        let up = s.find(&[sw("edge0_0"), sw("agg0_0"), sw("core0")]).unwrap();
+        let down = s.find(&[sw("core0"), sw("agg2_0"), sw("edge2_0")]).unwrap();
+        let report = |seg: SegmentId| HhReport {
+            switch: s.get(seg).downstream(),
+            flow: flow(1),
+            path_bf: c.segment_bf[seg as usize],
+        };
+        let ops = sel.on_reports(&[report(up), report(down)], &s, &c);
+        assert_eq!(sel.monitored(), 2);
+        for (seg, usm_at) in [(up, "edge0_0"), (down, "core0")] {
+            assert!(ops.contains(&RuleOp::InstallDsm {
+                switch: s.get(seg).downstream(),
+                flow: flow(1),
+                path_bf: c.segment_bf[seg as usize],
+            }));
+            assert!(ops.contains(&RuleOp::InstallUsm {
+                switch: sw(usm_at),
+                flow: flow(1)
+            }));
+        }
+
+        // The same flow on a second path out of edge0_0: one USM rule for both segments.
+        let other = s.find(&[sw("edge0_0"), sw("agg0_1"), sw("core2")]).unwrap();
+        let ops = sel.on_reports(&[report(other)], &s, &c);
+        assert!(!ops.iter().any(|o| matches!(o, RuleOp::InstallUsm { .. })));
+        assert_eq!(
+            sel.rules_on(sw("edge0_0"), &s, &c)
+                .iter()
+                .filter(|o| matches!(o, RuleOp::InstallUsm { .. }))
+                .count(),
+            1
+        );
+        // Only `other` keeps counting: `up` and `down` retire; edge0_0's USM rule stays.
+        let mut seen = EpochDetection::default();
+        seen.entries.push(MmEntry {
+            flow: flow(1),
+            segment: other,
+            sent: 10,
+            lost: 0,
+        });
+        let mut removed = Vec::new();
+        for _ in 0..2 {
+            removed.extend(sel.on_epoch(&seen, &all, &s, &c));
+        }
+        let usm_removed: Vec<&RuleOp> = removed
+            .iter()
+            .filter(|o| matches!(o, RuleOp::RemoveUsm { .. }))
+            .collect();
+        assert_eq!(
+            usm_removed,
+            vec![&RuleOp::RemoveUsm {
+                switch: sw("core0"),
+                flow: flow(1)
+            }]
+        );
+        assert_eq!(sel.monitored(), 1);
     }
 
     #[test]
