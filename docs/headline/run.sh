@@ -11,6 +11,7 @@ nb1) run nb-faults --topology fattree:48 --noise 0.001 --faults links:55@0.02..1
 nb2) run nb-probes --topology fattree:48 --noise 0.001 --faults links:553@0.02..1 --seeds 1..3 --sweep probes=10,50,100,200,500 --localizers netbouncer-paper,netbouncer ;;
 nb3) run nb-loss --topology fattree:48 --noise 0.001 --faults links:553 --seeds 1..3 --sweep loss=0.001,0.003,0.01,0.03,0.1 --localizers netbouncer-paper,netbouncer ;;
 fl1) run flock-probes --topology fattree:16 --noise 0.0001 --faults links:4@0.001..0.01 --seeds 1..4 --sweep probes=25,100,400,1600 --localizers flock,netbouncer-paper,netbouncer ;;
+fl1l) run flock-probes-nblambda --topology fattree:16 --noise 0.0001 --faults links:4@0.001..0.01 --seeds 1..4 --sweep probes=25,100,400,1600 --nb-lambda 0.011 --localizers netbouncer-paper,netbouncer ;;
 fl2) run flock-flows --topology fattree:16 --noise 0.0001 --faults links:4@0.001..0.01 --seeds 1..4 --sweep flows=15,30,60,120 --localizers flock-a2,007 ;;
 fl3) run flock-loss --topology fattree:16 --noise 0.0001 --faults links:1 --seeds 1..8 --sweep loss=0.001,0.002,0.004,0.01,0.02 --localizers flock,netbouncer-paper,flock-a2,007 ;;
 z1) run 007-failures --topology fattree:16 --noise 0.000001 --faults oneway:1@0.0005..0.01 --seeds 1..4 --sweep faults=1,2,5,10,20,30 --localizers 007,flock-a2 ;;

@@ -5,8 +5,8 @@
 //!   (`canary_sim::synth`, β = 20 flows and α = 1000 packets per segment);
 //! * NetBouncer, NetBouncer-stage and Flock on `bounce_probes` (100 probes per path);
 //! * 007 on one epoch of `tcp007::simulate_epoch`;
-//! * deTector on `probe_paths` over its `probe_matrix`, skipped where building the matrix is
-//!   predicted to take more than ~20 s (PMC's candidate paths grow ~64× per doubling of k).
+//! * deTector on `probe_paths` over its `probe_matrix` (PMC over every shortest ToR-to-ToR path:
+//!   32.6 M candidates at k = 32; its time is reported in the note).
 //!
 //! Only `localize` is timed: median of a few repetitions (std::time::Instant). Input generation
 //! is reported beside it. Run:
@@ -23,10 +23,7 @@ use canary_sim::pm_probes::{probe_paths, PmProbeParams};
 use canary_sim::probes::bounce_probes;
 use canary_sim::tcp007::{simulate_epoch, Tcp007Params};
 use common::{ms, Fixture, SEED};
-use std::time::{Duration, Instant};
-
-/// Building deTector's probe matrix is skipped when predicted to exceed this.
-const DETECTOR_BUDGET: Duration = Duration::from_secs(20);
+use std::time::Instant;
 
 struct Row {
     k: u32,
@@ -66,7 +63,6 @@ fn main() {
         ks
     };
     let mut rows: Vec<Row> = Vec::new();
-    let mut detector_gen: Option<(u32, f64)> = None;
     for &k in &ks {
         let reps = if k >= 32 { 3 } else { 5 };
         let mut fx = Fixture::new(k, SEED);
@@ -158,46 +154,28 @@ fn main() {
         drop(e);
 
         // deTector.
-        let predicted = detector_gen.map(|(k0, s)| s * 64f64.powf((k as f64 / k0 as f64).log2()));
-        match predicted {
-            Some(p) if p > DETECTOR_BUDGET.as_secs_f64() => rows.push(Row {
-                k,
-                name: "deTector",
-                input: "—".into(),
-                gen_s: f64::NAN,
-                ms: None,
-                f1: f64::NAN,
-                note: format!(
-                    "skipped: probe matrix predicted to take ~{p:.0} s (measured {:.1} s at k={})",
-                    detector_gen.unwrap().1,
-                    detector_gen.unwrap().0
-                ),
-            }),
-            _ => {
-                let t = Instant::now();
-                let m = probe_matrix(&topo, &fx.prep.routing, &PmcParams::default());
-                let pmc_s = t.elapsed().as_secs_f64();
-                detector_gen = Some((k, pmc_s));
-                let probes = probe_paths(
-                    &topo,
-                    &m.paths,
-                    &fx.loss,
-                    &PmProbeParams::default(),
-                    &mut fx.rng,
-                );
-                let gen = t.elapsed().as_secs_f64();
-                let timed = median_ms(&Detector::default(), &topo, &probes, reps);
-                rows.push(Row {
-                    k,
-                    name: "deTector",
-                    input: format!("{} of {} candidate paths", m.paths.len(), m.candidates),
-                    gen_s: gen,
-                    ms: Some(timed.0),
-                    f1: fx.f1(&timed.1),
-                    note: format!("probe matrix {pmc_s:.1} s"),
-                });
-            }
-        }
+        let t = Instant::now();
+        let m = probe_matrix(&topo, &fx.prep.routing, &PmcParams::default());
+        let pmc_s = t.elapsed().as_secs_f64();
+        let probes = probe_paths(
+            &topo,
+            &m.paths,
+            &fx.loss,
+            &PmProbeParams::default(),
+            &mut fx.rng,
+        );
+        let gen = t.elapsed().as_secs_f64();
+        let timed = median_ms(&Detector::default(), &topo, &probes, reps);
+        rows.push(Row {
+            k,
+            name: "deTector",
+            input: format!("{} of {} candidate paths", m.paths.len(), m.candidates),
+            gen_s: gen,
+            ms: Some(timed.0),
+            f1: fx.f1(&timed.1),
+            note: format!("probe matrix {pmc_s:.1} s"),
+        });
+
         eprintln!("k={k} done");
     }
 

@@ -148,6 +148,8 @@ pub struct EvalOptions {
     pub tcp: Tcp007Params,
     /// deTector's probe-matrix coverage α and identifiability β.
     pub pmc: PmcParams,
+    /// NetBouncer's regulariser weight λ (all three NetBouncer variants); the paper's is 1.
+    pub nb_lambda: f64,
     /// Write the bounce probes as a Flock trace here.
     pub export_flock_trace: Option<PathBuf>,
     /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
@@ -163,6 +165,7 @@ impl Default for EvalOptions {
             probes: 100,
             tcp: Tcp007Params::default(),
             pmc: PmcParams::default(),
+            nb_lambda: 1.0,
             export_flock_trace: None,
             flock_trace: None,
         }
@@ -396,6 +399,10 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
         let text = trace::write_probes(&topo, &probes, &faults).to_text();
         std::fs::write(path, text)
             .with_context(|| format!("cannot write Flock trace {}", path.display()))?;
+        // The companion topology file Flock's reader needs beside the trace.
+        let topo_path = trace::topology_path(path);
+        std::fs::write(&topo_path, trace::topology_text(&topo))
+            .with_context(|| format!("cannot write Flock topology {}", topo_path.display()))?;
     }
     let tcp_epoch = opts
         .localizers
@@ -446,11 +453,12 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                 score_verdict(&topo, &truth, &v, ms)
             }
             Kind::NetBouncer | Kind::NetBouncerStage | Kind::NetBouncerPaper => {
-                let params = match k {
+                let mut params = match k {
                     Kind::NetBouncer => NetBouncerParams::default(),
                     Kind::NetBouncerStage => NetBouncerParams::staged(),
                     _ => NetBouncerParams::paper(),
                 };
+                params.cd.lambda = opts.nb_lambda;
                 let (v, ms) = timed(&NetBouncer::new(params), &topo, &probes);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 bounce_stats(&mut r);

@@ -162,10 +162,14 @@ struct EvalArgs {
     /// deTector: any this many simultaneous link failures identifiable (β-identifiability).
     #[arg(long, default_value_t = 1)]
     pmc_beta: u32,
+    /// NetBouncer (all three variants): weight λ of CD's regulariser (the paper's: 1).
+    #[arg(long, default_value_t = 1.0)]
+    nb_lambda: f64,
     /// Canary: epochs to simulate.
     #[arg(long, default_value_t = 10)]
     epochs: u32,
-    /// Write the bounce probes in Flock's trace format.
+    /// Write the bounce probes in Flock's trace format, and its companion topology file
+    /// (`a b` per undirected link) as FILE.topo.
     #[arg(long)]
     export_flock_trace: Option<PathBuf>,
     /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
@@ -431,6 +435,12 @@ fn run_cmd(a: RunArgs) -> Result<()> {
 }
 
 fn eval_cmd(a: EvalArgs) -> Result<()> {
+    if !(a.nb_lambda.is_finite() && a.nb_lambda >= 0.0) {
+        anyhow::bail!(
+            "--nb-lambda must be a finite number >= 0, got {}",
+            a.nb_lambda
+        );
+    }
     let mut opts = eval::EvalOptions {
         sim: SimulateOptions {
             topology: a.topology,
@@ -456,6 +466,7 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
             beta: a.pmc_beta,
             ..Default::default()
         },
+        nb_lambda: a.nb_lambda,
         export_flock_trace: a.export_flock_trace,
         flock_trace: a.flock_trace,
     };

@@ -144,6 +144,12 @@ fn flock_trace_exported_and_read_back_gives_the_same_verdict() {
     for op in ["FP ", "FID ", "FPT ", "SS "] {
         assert!(text.contains(op), "trace lacks {op}");
     }
+    // The companion topology file: one `a b` line per undirected link (k = 4: 32).
+    let topo = std::fs::read_to_string(dir.path().join("probes.trace.topo")).unwrap();
+    assert_eq!(topo.lines().count(), 32);
+    assert!(topo
+        .lines()
+        .all(|l| l.split(' ').filter_map(|x| x.parse::<u32>().ok()).count() == 2));
     let mut second = common.to_vec();
     second.extend(["--json", b.to_str().unwrap()]);
     second.extend(["--flock-trace", trace.to_str().unwrap()]);
@@ -297,4 +303,45 @@ fn loss_and_fault_sweeps_set_the_fault_spec_and_007_reports_per_flow_accuracy() 
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("links:N or oneway:N"));
+}
+
+/// `--nb-lambda` reaches NetBouncer's CD: faults losing 1 % per direction on k = 8 sit under the
+/// λ = 1 floor (a round-trip loss of 1/k) and are missed; with λ = 0.01 they are found.
+#[test]
+fn nb_lambda_sets_netbouncers_regulariser() {
+    let dir = tempfile::tempdir().unwrap();
+    let tp = |lambda: &str| {
+        let json = dir.path().join(format!("nb{lambda}.json"));
+        let lambda_arg = format!("--nb-lambda={lambda}");
+        canary(&[
+            "--topology",
+            "fattree:8",
+            "--faults",
+            "links:4@0.01",
+            "--seed",
+            "3",
+            "--localizers",
+            "netbouncer",
+            &lambda_arg,
+            "--json",
+            json.to_str().unwrap(),
+        ]);
+        let doc = read_json(&json);
+        let faults: Vec<(String, String)> =
+            doc["faults"].as_array().unwrap().iter().map(link).collect();
+        doc["localizers"]["netbouncer"]["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter(|b| faults.contains(&link(b)))
+            .count()
+    };
+    assert_eq!(tp("1"), 0, "λ = 1 misses 1 % faults on k = 8");
+    assert_eq!(tp("0.01"), 8, "λ = 0.01 finds all 8 faulty directed links");
+    let out = Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(["eval", "--topology", "fattree:4", "--nb-lambda=-1"])
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--nb-lambda must be"));
 }
