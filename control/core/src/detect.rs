@@ -16,13 +16,14 @@
 //! sent count is `DSM + lost`.
 
 use crate::fabric::MeterSnapshot;
-use crate::pathbf::{Decoded, PathBfCodec};
+use crate::pathbf::{DecodedId, PathBfCodec};
 use crate::sketch::{CleanLookup, FlowHashes};
 use crate::topo::{LinkIx, SegmentId, Segments, SwitchIx};
 use crate::FlowId;
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::hash::{BuildHasherDefault, Hasher};
 
 /// One minus-meter entry: a monitored flow's packets sent into and lost on its segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,148 +100,265 @@ impl EpochDetection {
 /// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
 ///
 /// Done in two parallel passes so that each meter is read where it lives rather than at random:
-/// first every downstream switch decodes its clean DSM records and sorts them by upstream switch;
-/// then every upstream switch looks up, in its own USM and in bucket order, the records addressed
-/// to it. (Looking each record up in its upstream USM as it comes scatters reads over all meters,
-/// 9 GB at k = 32, where nearly every read missed cache and TLB.)
+/// first every downstream switch reads its clean DSM records (hashing each flow once), decodes
+/// them and buckets them by upstream switch; then every upstream switch looks up, in its own
+/// USM, the records addressed to it. (Looking each record up in its upstream USM as it comes
+/// scatters reads over all meters, 9 GB at k = 32, where nearly every read missed cache and TLB.)
+/// The results are those of looking each clean DSM record up at once; the tests hold it to that.
+///
+/// `entries` come grouped by upstream switch (in `snapshots` order), then by downstream switch
+/// (in `snapshots` order); within a group, in DSM bucket order. The meters are read in position
+/// order (see [`Dsm::clean_flows_hashed`] and [`Usm::clean_lookups`]).
+///
+/// [`Dsm::clean_flows_hashed`]: crate::sketch::Dsm::clean_flows_hashed
+/// [`Usm::clean_lookups`]: crate::sketch::Usm::clean_lookups
 pub fn minus_meters(
     segments: &Segments,
     codec: &PathBfCodec,
     snapshots: &[MeterSnapshot],
 ) -> EpochDetection {
-    let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
-        snapshots.iter().map(|s| (s.switch, s)).collect();
-    let decoded: Vec<(Vec<Pending>, Anomalies)> = snapshots
+    let switches = snapshots
+        .iter()
+        .map(|s| s.switch as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut harvested = vec![false; switches];
+    for s in snapshots {
+        harvested[s.switch as usize] = true;
+    }
+    let upstream_of: Vec<SwitchIx> = segments.list.par_iter().map(|s| s.upstream()).collect();
+    let ctx = DecodeCtx {
+        codec,
+        upstream_of: &upstream_of,
+        harvested: &harvested,
+    };
+    let decoded: Vec<ByUpstream> = snapshots
         .par_iter()
-        .map(|snap| decode_dsm(segments, codec, &by_switch, snap))
+        .map(|snap| decode_dsm(&ctx, snap))
         .collect();
-    let looked_up: Vec<(Vec<MmEntry>, Anomalies)> = snapshots
+    let looked_up: Vec<LookedUp> = snapshots
         .par_iter()
         .map(|snap| lookup_usm(snap, &decoded))
         .collect();
     let mut out = EpochDetection::default();
     for (i, snap) in snapshots.iter().enumerate() {
-        let torn = decoded[i].1.torn + looked_up[i].1.torn;
+        let torn = decoded[i].anomalies.torn + looked_up[i].anomalies.torn;
         if torn > 0 {
-            out.torn_at.insert(snap.switch, torn);
+            *out.torn_at.entry(snap.switch).or_default() += torn;
         }
     }
-    out.entries
-        .reserve(looked_up.iter().map(|p| p.0.len()).sum());
-    for (_, a) in &decoded {
-        out.anomalies.add(a);
+    for d in &decoded {
+        out.anomalies.add(&d.anomalies);
     }
-    for (entries, a) in looked_up {
-        out.anomalies.add(&a);
-        let mut sums: HashMap<SegmentId, SegmentCount> = HashMap::new();
-        for e in &entries {
-            let c = sums.entry(e.segment).or_default();
-            c.sent += e.sent;
-            c.lost += e.lost;
-            c.flows += 1;
-        }
-        for (s, c) in sums {
-            let t = out.segments.entry(s).or_default();
+    let mut dense = vec![SegmentCount::default(); segments.list.len()];
+    for l in &looked_up {
+        out.anomalies.add(&l.anomalies);
+        for &(s, c) in &l.sums {
+            let t = &mut dense[s as usize];
             t.sent += c.sent;
             t.lost += c.lost;
             t.flows += c.flows;
         }
-        out.entries.extend(entries);
     }
+    out.entries = concat(&looked_up);
+    out.segments = dense
+        .into_iter()
+        .enumerate()
+        .filter(|(_, c)| c.flows > 0)
+        .map(|(s, c)| (s as SegmentId, c))
+        .collect();
     out
 }
 
+/// The entries of all upstream switches, in order, copied on all threads: at k = 32 they are
+/// 300 MB, and one thread copying them into fresh pages took longer than the lookups.
+fn concat(looked_up: &[LookedUp]) -> Vec<MmEntry> {
+    let Some(fill) = looked_up.iter().find_map(|l| l.entries.first()) else {
+        return Vec::new();
+    };
+    let total = looked_up.iter().map(|l| l.entries.len()).sum();
+    let mut all = Vec::with_capacity(total);
+    all.par_extend(rayon::iter::repeat_n(*fill, total));
+    let mut parts = Vec::with_capacity(looked_up.len());
+    let mut rest = all.as_mut_slice();
+    for l in looked_up {
+        let (part, tail) = rest.split_at_mut(l.entries.len());
+        parts.push((part, &l.entries));
+        rest = tail;
+    }
+    parts
+        .into_par_iter()
+        .for_each(|(part, entries)| part.copy_from_slice(entries));
+    all
+}
+
+/// What the first pass needs besides the snapshot.
+struct DecodeCtx<'a> {
+    codec: &'a PathBfCodec,
+    upstream_of: &'a [SwitchIx],
+    harvested: &'a [bool],
+}
+
 /// A clean DSM record decoded to its segment, waiting for its upstream count.
+#[derive(Clone, Copy)]
 struct Pending {
-    upstream: SwitchIx,
-    segment: SegmentId,
     flow: FlowId,
     h: FlowHashes,
+    segment: SegmentId,
     count: u32,
 }
 
-/// First pass, one downstream switch: clean DSM records decoded, sorted by upstream switch.
-fn decode_dsm(
-    segments: &Segments,
-    codec: &PathBfCodec,
-    by_switch: &HashMap<SwitchIx, &MeterSnapshot>,
-    snap: &MeterSnapshot,
-) -> (Vec<Pending>, Anomalies) {
+/// One downstream switch's pending records, grouped by upstream switch.
+struct ByUpstream {
+    records: Vec<Pending>,
+    /// Records for upstream switch `u` are `records[start[u]..start[u + 1]]`.
+    start: Vec<u32>,
+    anomalies: Anomalies,
+}
+
+impl ByUpstream {
+    fn to(&self, u: SwitchIx) -> &[Pending] {
+        let u = u as usize;
+        &self.records[self.start[u] as usize..self.start[u + 1] as usize]
+    }
+}
+
+/// First pass, one downstream switch: clean DSM records decoded, grouped by upstream switch
+/// (a counting sort).
+fn decode_dsm(ctx: &DecodeCtx, snap: &MeterSnapshot) -> ByUpstream {
     let mut a = Anomalies {
         dirty_dsm_buckets: snap.dsm.dirty_buckets() as u64,
         dirty_usm_buckets: snap.usm.dirty_buckets() as u64,
         ..Default::default()
     };
-    let mut out = Vec::new();
-    let (records, torn) = snap.dsm.clean_flows_checked();
+    let (records, torn) = snap.dsm.clean_flows_hashed();
     a.torn += torn;
-    for rec in records {
-        let segment = match codec.decode(snap.switch, rec.path_bf) {
-            Decoded::Segment(s) => s,
-            Decoded::Ambiguous(_) => {
+    let mut pending = Vec::with_capacity(records.len());
+    let mut upstreams = Vec::with_capacity(records.len());
+    let mut start = vec![0u32; ctx.harvested.len() + 1];
+    for (rec, h) in records {
+        let segment = match ctx.codec.decode_id(snap.switch, rec.path_bf) {
+            DecodedId::Segment(s) => s,
+            DecodedId::Ambiguous => {
                 a.ambiguous += 1;
                 continue;
             }
-            Decoded::Unknown => {
+            DecodedId::Unknown => {
                 a.undecodable += 1;
                 continue;
             }
         };
-        let upstream = segments.get(segment).upstream();
-        if !by_switch.contains_key(&upstream) {
+        let upstream = ctx.upstream_of[segment as usize];
+        if !ctx
+            .harvested
+            .get(upstream as usize)
+            .copied()
+            .unwrap_or(false)
+        {
             a.upstream_missing += 1;
             continue;
         }
-        let h = FlowHashes::of(&rec.flow);
-        out.push(Pending {
-            upstream,
-            segment,
+        start[upstream as usize + 1] += 1;
+        upstreams.push(upstream);
+        pending.push(Pending {
             flow: rec.flow,
             h,
+            segment,
             count: rec.count,
         });
     }
-    out.sort_unstable_by_key(|p| p.upstream);
-    (out, a)
+    for i in 1..start.len() {
+        start[i] += start[i - 1];
+    }
+    let mut next = start.clone();
+    let mut records = pending
+        .first()
+        .map(|&p| vec![p; pending.len()])
+        .unwrap_or_default();
+    for (p, u) in pending.into_iter().zip(upstreams) {
+        let slot = &mut next[u as usize];
+        records[*slot as usize] = p;
+        *slot += 1;
+    }
+    ByUpstream {
+        records,
+        start,
+        anomalies: a,
+    }
+}
+
+/// Second pass' result for one upstream switch.
+struct LookedUp {
+    entries: Vec<MmEntry>,
+    /// Per-segment sums of `entries`.
+    sums: Vec<(SegmentId, SegmentCount)>,
+    anomalies: Anomalies,
 }
 
 /// Second pass, one upstream switch: its USM counts for every record addressed to it.
-fn lookup_usm(
-    snap: &MeterSnapshot,
-    decoded: &[(Vec<Pending>, Anomalies)],
-) -> (Vec<MmEntry>, Anomalies) {
+fn lookup_usm(snap: &MeterSnapshot, decoded: &[ByUpstream]) -> LookedUp {
     let u = snap.switch;
     let mut a = Anomalies::default();
-    let mut entries = Vec::new();
-    for (v, _) in decoded {
-        let lo = v.partition_point(|p| p.upstream < u);
-        let hi = v.partition_point(|p| p.upstream <= u);
-        for p in &v[lo..hi] {
-            let usm_count = match snap.usm.clean_lookup(&p.flow, p.h) {
-                CleanLookup::Count(c) => c,
-                CleanLookup::Missing => {
-                    a.no_clean_usm += 1;
-                    continue;
-                }
-                CleanLookup::Torn => {
-                    a.torn += 1;
-                    continue;
-                }
-            };
-            let lost = usm_count.wrapping_sub(p.count);
-            if lost > u32::MAX / 2 {
-                a.negative_loss += 1;
+    let pending: Vec<&Pending> = decoded.iter().flat_map(|d| d.to(u)).collect();
+    let found = snap.usm.clean_lookups(&pending, |p| (&p.flow, p.h));
+    let mut entries = Vec::with_capacity(pending.len());
+    let mut sums: HashMap<SegmentId, SegmentCount, BuildHasherDefault<IdHasher>> =
+        HashMap::default();
+    for (p, found) in pending.into_iter().zip(found) {
+        let usm_count = match found {
+            CleanLookup::Count(c) => c,
+            CleanLookup::Missing => {
+                a.no_clean_usm += 1;
                 continue;
             }
-            entries.push(MmEntry {
-                flow: p.flow,
-                segment: p.segment,
-                sent: p.count as u64 + lost as u64,
-                lost: lost as u64,
-            });
+            CleanLookup::Torn => {
+                a.torn += 1;
+                continue;
+            }
+        };
+        let lost = usm_count.wrapping_sub(p.count);
+        if lost > u32::MAX / 2 {
+            a.negative_loss += 1;
+            continue;
+        }
+        let e = MmEntry {
+            flow: p.flow,
+            segment: p.segment,
+            sent: p.count as u64 + lost as u64,
+            lost: lost as u64,
+        };
+        let c = sums.entry(e.segment).or_default();
+        c.sent += e.sent;
+        c.lost += e.lost;
+        c.flows += 1;
+        entries.push(e);
+    }
+    LookedUp {
+        entries,
+        sums: sums.into_iter().collect(),
+        anomalies: a,
+    }
+}
+
+/// FxHash-style hasher for small integer keys (segment ids): SipHash costs more than the sums.
+#[derive(Default)]
+struct IdHasher(u64);
+
+impl Hasher for IdHasher {
+    fn write(&mut self, bytes: &[u8]) {
+        for &b in bytes {
+            self.write_u64(u64::from(b));
         }
     }
-    (entries, a)
+    fn write_u32(&mut self, x: u32) {
+        self.write_u64(u64::from(x));
+    }
+    fn write_u64(&mut self, x: u64) {
+        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
+    }
+    fn finish(&self) -> u64 {
+        self.0
+    }
 }
 
 /// A segment's counts over a window of epochs.
@@ -394,6 +512,216 @@ mod tests {
         if let Some((bf, n)) = down {
             snap.dsm.update_n(&f, h, bf, n);
         }
+    }
+
+    /// The straightforward Algorithm 3 the optimised [`minus_meters`] must agree with: every
+    /// clean DSM record (grouped by flow) decoded and looked up at once in its upstream USM.
+    fn minus_meters_reference(
+        segments: &Segments,
+        codec: &PathBfCodec,
+        snapshots: &[MeterSnapshot],
+    ) -> EpochDetection {
+        use crate::pathbf::Decoded;
+        let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
+            snapshots.iter().map(|s| (s.switch, s)).collect();
+        let mut out = EpochDetection::default();
+        let a = &mut out.anomalies;
+        for snap in snapshots {
+            a.dirty_dsm_buckets += snap.dsm.dirty_buckets() as u64;
+            a.dirty_usm_buckets += snap.usm.dirty_buckets() as u64;
+            let (records, torn) = snap.dsm.clean_flows_checked();
+            a.torn += torn;
+            if torn > 0 {
+                *out.torn_at.entry(snap.switch).or_default() += torn;
+            }
+            for rec in records {
+                let segment = match codec.decode(snap.switch, rec.path_bf) {
+                    Decoded::Segment(s) => s,
+                    Decoded::Ambiguous(_) => {
+                        a.ambiguous += 1;
+                        continue;
+                    }
+                    Decoded::Unknown => {
+                        a.undecodable += 1;
+                        continue;
+                    }
+                };
+                let upstream = segments.get(segment).upstream();
+                if !by_switch.contains_key(&upstream) {
+                    a.upstream_missing += 1;
+                    continue;
+                }
+                // Every snapshot of the upstream switch (a switch may answer twice).
+                for up in snapshots.iter().filter(|s| s.switch == upstream) {
+                    let usm_count = match up.usm.clean_lookup(&rec.flow, FlowHashes::of(&rec.flow))
+                    {
+                        CleanLookup::Count(c) => c,
+                        CleanLookup::Missing => {
+                            a.no_clean_usm += 1;
+                            continue;
+                        }
+                        CleanLookup::Torn => {
+                            a.torn += 1;
+                            *out.torn_at.entry(up.switch).or_default() += 1;
+                            continue;
+                        }
+                    };
+                    let lost = usm_count.wrapping_sub(rec.count);
+                    if lost > u32::MAX / 2 {
+                        a.negative_loss += 1;
+                        continue;
+                    }
+                    out.entries.push(MmEntry {
+                        flow: rec.flow,
+                        segment,
+                        sent: rec.count as u64 + lost as u64,
+                        lost: lost as u64,
+                    });
+                }
+            }
+        }
+        for e in &out.entries {
+            let c = out.segments.entry(e.segment).or_default();
+            c.sent += e.sent;
+            c.lost += e.lost;
+            c.flows += 1;
+        }
+        out
+    }
+
+    /// A random epoch on the k = 4 fat-tree in small meters: many collisions and dirty buckets,
+    /// flows on several segments, negative losses, corrupted pathBFs; `tamper` bit 0 makes some
+    /// clean buckets disagree with their rows (torn reads), bit 1 moves DSM buckets out of their
+    /// flows' columns (a meter read back wrong), bit 2 drops or repeats snapshots.
+    fn random_epoch(
+        seed: u64,
+        rows: usize,
+        width: usize,
+        flows: usize,
+        tamper: u32,
+    ) -> (Segments, PathBfCodec, Vec<MeterSnapshot>) {
+        use crate::sketch::Bucket;
+        use rand::{Rng, SeedableRng};
+        let (t, s, c) = setup();
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let cfg = MeterConfig::new(rows, width).unwrap();
+        let monitors: Vec<SwitchIx> = t.monitors().collect();
+        let mut snaps: Vec<MeterSnapshot> = monitors
+            .iter()
+            .map(|&m| MeterSnapshot {
+                switch: m,
+                parity: Parity::Even,
+                usm: Usm::new(cfg).unwrap(),
+                dsm: Dsm::new(cfg).unwrap(),
+            })
+            .collect();
+        let slot = |sw: SwitchIx| monitors.iter().position(|&m| m == sw).unwrap();
+        for _ in 0..flows {
+            let seg = rng.random_range(0..s.len());
+            // Few distinct flows, so one flow often crosses several segments.
+            let f = flow(rng.random_range(0..2 * flows as u32 + 1));
+            let h = FlowHashes::of(&f);
+            let up = rng.random_range(0..20);
+            let down = if rng.random_bool(0.1) {
+                up + rng.random_range(1..3)
+            } else {
+                rng.random_range(0..=up)
+            };
+            let bf = if rng.random_bool(0.05) {
+                rng.random()
+            } else {
+                c.segment_bf[seg]
+            };
+            let g = s.get(seg as SegmentId);
+            snaps[slot(g.upstream())].usm.update_n(&f, h, up);
+            snaps[slot(g.downstream())].dsm.update_n(&f, h, bf, down);
+        }
+        fn rebuild<B: Bucket>(
+            m: &crate::sketch::Meter<B>,
+            edit: impl FnOnce(&mut [B]),
+        ) -> crate::sketch::Meter<B> {
+            let mut b = m.buckets().to_vec();
+            edit(&mut b);
+            crate::sketch::Meter::from_buckets(m.config(), b).unwrap()
+        }
+        let n = rows * width;
+        for snap in &mut snaps {
+            if tamper & 1 != 0 && rng.random_bool(0.3) {
+                let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+                snap.dsm = rebuild(&snap.dsm, |b| b[i].count = b[i].count.wrapping_add(1));
+                snap.usm = rebuild(&snap.usm, |b| b[j].count = b[j].count.wrapping_add(1));
+            }
+            if tamper & 2 != 0 && rng.random_bool(0.2) {
+                let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+                snap.dsm = rebuild(&snap.dsm, |b| b.swap(i, j));
+            }
+        }
+        if tamper & 4 != 0 {
+            snaps.retain(|_| rng.random_bool(0.8));
+            if let Some(again) = snaps.first().cloned() {
+                snaps.push(again);
+            }
+        }
+        (s, c, snaps)
+    }
+
+    fn sorted(mut d: EpochDetection) -> EpochDetection {
+        d.entries
+            .sort_by_key(|e| (e.segment, e.flow, e.sent, e.lost));
+        d
+    }
+
+    fn check_against_reference(
+        seed: u64,
+        rows: usize,
+        width: usize,
+        flows: usize,
+        tamper: u32,
+    ) -> Anomalies {
+        let (s, c, snaps) = random_epoch(seed, rows, width, flows, tamper);
+        let fast = minus_meters(&s, &c, &snaps);
+        let slow = minus_meters_reference(&s, &c, &snaps);
+        let a = slow.anomalies;
+        assert_eq!(
+            sorted(fast),
+            sorted(slow),
+            "seed {seed} rows {rows} width {width} flows {flows} tamper {tamper}"
+        );
+        a
+    }
+
+    proptest::proptest! {
+        #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+        #[test]
+        fn minus_meters_equals_the_reference(
+            seed in proptest::prelude::any::<u64>(),
+            rows in 1usize..=3,
+            width_log in 0u32..6,
+            flows in 0usize..150,
+            tamper in 0u32..8,
+        ) {
+            check_against_reference(seed, rows, 1 << width_log, flows, tamper);
+        }
+    }
+
+    /// The random epochs above do reach every case.
+    #[test]
+    fn reference_comparison_reaches_every_anomaly() {
+        let mut all = Anomalies::default();
+        for seed in 0..200 {
+            let rows = 1 + seed as usize % 3;
+            let a = check_against_reference(seed, rows, 16, 100, seed as u32 % 8);
+            all.add(&a);
+        }
+        assert!(all.torn > 0, "{all:?}");
+        assert!(all.no_clean_usm > 0, "{all:?}");
+        assert!(all.negative_loss > 0, "{all:?}");
+        assert!(all.undecodable > 0, "{all:?}");
+        assert!(all.upstream_missing > 0, "{all:?}");
+        assert!(
+            all.dirty_dsm_buckets > 0 && all.dirty_usm_buckets > 0,
+            "{all:?}"
+        );
     }
 
     /// The paper's Fig. 4: the DSM at an edge switch against the USMs of the cores upstream.

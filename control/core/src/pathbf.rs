@@ -97,6 +97,78 @@ pub struct PathBfCodec {
     pub masks: Vec<u32>,
     pub segment_bf: Vec<u32>,
     decode: HashMap<(SwitchIx, u32), Vec<SegmentId>>,
+    /// The same map per downstream switch, as small open-addressed tables: `minus_meters`
+    /// decodes every clean DSM record, and one shared SipHash map over all segments (15 MB at
+    /// k = 32) costs a cache miss per record.
+    by_downstream: Vec<SwitchDecoder>,
+}
+
+/// What a (downstream switch, pathBF) pair decodes to, without the list of candidates.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum DecodedId {
+    Segment(SegmentId),
+    Ambiguous,
+    Unknown,
+}
+
+/// One downstream switch's pathBF values, linear probing on a multiplicative hash.
+#[derive(Clone, Debug, Default)]
+struct SwitchDecoder {
+    /// `32 - log2(slots.len())`.
+    shift: u32,
+    /// (pathBF, segment or [`SwitchDecoder::AMBIGUOUS`]); empty slots hold [`SwitchDecoder::EMPTY`].
+    slots: Vec<(u32, u32)>,
+}
+
+impl SwitchDecoder {
+    const EMPTY: u32 = u32::MAX;
+    const AMBIGUOUS: u32 = u32::MAX - 1;
+
+    fn new(entries: &[(u32, u32)]) -> Self {
+        let bits = (2 * entries.len())
+            .next_power_of_two()
+            .max(2)
+            .trailing_zeros();
+        let mut d = SwitchDecoder {
+            shift: 32 - bits,
+            slots: vec![(0, Self::EMPTY); 1 << bits],
+        };
+        for &(bf, seg) in entries {
+            let i = d.find(bf);
+            let slot = &mut d.slots[i];
+            slot.1 = if slot.1 == Self::EMPTY {
+                seg
+            } else {
+                Self::AMBIGUOUS
+            };
+            slot.0 = bf;
+        }
+        d
+    }
+
+    /// The slot holding `bf`, or the empty slot where it would go.
+    fn find(&self, bf: u32) -> usize {
+        let mask = self.slots.len() - 1;
+        let mut i = (bf.wrapping_mul(0x9e37_79b1) >> self.shift) as usize;
+        loop {
+            let (k, v) = self.slots[i];
+            if v == Self::EMPTY || k == bf {
+                return i;
+            }
+            i = (i + 1) & mask;
+        }
+    }
+
+    fn get(&self, bf: u32) -> DecodedId {
+        if self.slots.is_empty() {
+            return DecodedId::Unknown;
+        }
+        match self.slots[self.find(bf)].1 {
+            Self::EMPTY => DecodedId::Unknown,
+            Self::AMBIGUOUS => DecodedId::Ambiguous,
+            s => DecodedId::Segment(s),
+        }
+    }
 }
 
 /// What a (downstream switch, pathBF) pair decodes to.
@@ -124,17 +196,33 @@ impl PathBfCodec {
             })
             .collect();
         let mut decode: HashMap<(SwitchIx, u32), Vec<SegmentId>> = HashMap::new();
+        assert!(
+            segments.list.len() < SwitchDecoder::AMBIGUOUS as usize,
+            "segment ids fit below the decoder's markers"
+        );
+        let mut per_switch: Vec<Vec<(u32, u32)>> = vec![Vec::new(); topo.switches.len()];
         for (i, seg) in segments.list.iter().enumerate() {
             decode
                 .entry((seg.downstream(), segment_bf[i]))
                 .or_default()
                 .push(i as SegmentId);
+            per_switch[seg.downstream() as usize].push((segment_bf[i], i as SegmentId));
         }
+        let by_downstream = per_switch.iter().map(|e| SwitchDecoder::new(e)).collect();
         Self {
             params,
             masks,
             segment_bf,
             decode,
+            by_downstream,
+        }
+    }
+
+    /// [`PathBfCodec::decode`] without the candidates of an ambiguous value, faster.
+    pub fn decode_id(&self, downstream: SwitchIx, bf: u32) -> DecodedId {
+        match self.by_downstream.get(downstream as usize) {
+            Some(d) => d.get(bf),
+            None => DecodedId::Unknown,
         }
     }
 
@@ -359,6 +447,41 @@ mod tests {
             }
             bf = encode_hop(bf, c.masks[sw as usize], t.switches[sw as usize].monitor);
         }
+    }
+
+    #[test]
+    fn decode_id_agrees_with_decode() {
+        use rand::{Rng, SeedableRng};
+        // Bottom-only monitors, not repaired: some values are ambiguous.
+        let t = fattree(8, MonitorPlacement::Bottom).unwrap();
+        let r = Routing::new(&t);
+        let s = Segments::new(&t, &r);
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let mut rng = rand::rngs::StdRng::seed_from_u64(7);
+        let mut ambiguous = 0;
+        let short = |d: Decoded| match d {
+            Decoded::Segment(s) => DecodedId::Segment(s),
+            Decoded::Ambiguous(_) => DecodedId::Ambiguous,
+            Decoded::Unknown => DecodedId::Unknown,
+        };
+        for sw in 0..t.switches.len() as SwitchIx + 2 {
+            let known = s
+                .list
+                .iter()
+                .enumerate()
+                .filter(|(_, g)| g.downstream() == sw);
+            let bfs: Vec<u32> = known
+                .map(|(i, _)| c.segment_bf[i])
+                .chain((0..50).map(|_| rng.random()))
+                .chain([0, u32::MAX, u32::MAX - 1])
+                .collect();
+            for bf in bfs {
+                let want = short(c.decode(sw, bf));
+                ambiguous += usize::from(want == DecodedId::Ambiguous);
+                assert_eq!(c.decode_id(sw, bf), want, "switch {sw}, bf {bf:#x}");
+            }
+        }
+        assert!(ambiguous > 0, "the case is exercised");
     }
 
     #[test]

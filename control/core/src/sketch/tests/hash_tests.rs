@@ -1,5 +1,6 @@
 use super::random_flows;
 use crate::sketch::*;
+use crate::FlowId;
 use std::collections::HashMap;
 
 /// Bitwise CRC in BMv2's formulation (`calculations.cpp`): each input byte reflected and fed
@@ -45,6 +46,31 @@ fn flow_hashes_hash_the_wire_form() {
     let h = FlowHashes::of(&f);
     assert_eq!(h.c32, crc32(&f.to_bytes()));
     assert_eq!(h.c16, crc16(&f.to_bytes()));
+}
+
+#[test]
+fn flow_hashes_equal_the_catalogue_crcs() {
+    let mut flows = random_flows(11, 5_000);
+    // Every value in every byte position.
+    for v in 0..=255u8 {
+        let mut b = [0u8; FlowId::BYTES];
+        for i in 0..FlowId::BYTES {
+            b[i] = v;
+            flows.push(FlowId {
+                src: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                dst: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+                proto: b[8],
+                sport: u16::from_be_bytes([b[9], b[10]]),
+                dport: u16::from_be_bytes([b[11], b[12]]),
+            });
+            b[i] = 0;
+        }
+    }
+    for f in &flows {
+        let h = FlowHashes::of(f);
+        assert_eq!(h.c32, crc32(&f.to_bytes()), "{f}");
+        assert_eq!(h.c16, crc16(&f.to_bytes()), "{f}");
+    }
 }
 
 #[test]

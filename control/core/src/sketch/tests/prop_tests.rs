@@ -72,6 +72,50 @@ proptest! {
         prop_assert!(dsm.occupied() <= 24 && dsm.dirty_buckets() <= dsm.occupied());
     }
 
+    /// The hashed, position-order read-outs equal the plain ones, also on meters read back with
+    /// buckets out of their flows' columns (`swap`) or clean buckets that disagree (`bump`).
+    #[test]
+    fn position_order_readouts_equal_the_plain_ones(
+        pkts in traffic(),
+        rows in 1usize..=3,
+        swap in prop::option::of((0usize..24, 0usize..24)),
+        bump in prop::option::of(0usize..24),
+    ) {
+        let cfg = MeterConfig::new(rows, 8).unwrap();
+        let (mut dsm, mut usm) = (Dsm::new(cfg).unwrap(), Usm::new(cfg).unwrap());
+        for (f, bf, n) in pkts {
+            let (f, h) = (flow(f), FlowHashes::of(&flow(f)));
+            dsm.update_n(&f, h, bf, n);
+            usm.update_n(&f, h, n + bf % 2);
+        }
+        let n = cfg.num_buckets();
+        let mut d = dsm.buckets().to_vec();
+        let mut u = usm.buckets().to_vec();
+        if let Some((i, j)) = swap {
+            d.swap(i % n, j % n);
+            u.swap(i % n, j % n);
+        }
+        if let Some(i) = bump {
+            d[i % n].count += 1;
+            u[(i + 1) % n].count += 1;
+        }
+        let dsm = Dsm::from_buckets(cfg, d).unwrap();
+        let usm = Usm::from_buckets(cfg, u).unwrap();
+        let (mut hashed, torn) = dsm.clean_flows_hashed();
+        hashed.sort_by_key(|(r, _)| r.flow);
+        for (r, h) in &hashed {
+            prop_assert_eq!(*h, FlowHashes::of(&r.flow));
+        }
+        let plain: Vec<DsmRecord> = hashed.into_iter().map(|(r, _)| r).collect();
+        prop_assert_eq!((plain, torn), dsm.clean_flows_checked());
+        let keys: Vec<(FlowId, FlowHashes)> =
+            (0..14).map(|i| (flow(i), FlowHashes::of(&flow(i)))).collect();
+        let many = usm.clean_lookups(&keys, |(f, h)| (f, *h));
+        for ((f, h), got) in keys.iter().zip(many) {
+            prop_assert_eq!(got, usm.clean_lookup(f, *h));
+        }
+    }
+
     /// Alone in the HashPipe, a flow's count is exact and never leaves stage 0.
     #[test]
     fn hashpipe_single_flow_is_exact(src in any::<u32>(), n in 1u32..200) {
