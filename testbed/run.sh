@@ -5,7 +5,7 @@
 #                  [--epoch-ms 1000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
 #                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS]
 #
-# --rate: packets/s each host sends (default 75), in --flows concurrent UDP flows (default 8) of
+# --rate: packets/s each host sends (default 100), in --flows concurrent UDP flows (default 8) of
 # Pareto(1.2) sizes of at least --min-packets packets (default 50).
 #
 # Builds the P4 program (bmv2/build.sh) and `canary` (cargo build --release, unless --canary),
@@ -31,7 +31,7 @@ usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "testbed: error: $*" >&2; exit 2; }
 say() { echo "testbed: $*" >&2; }
 
-topology="" faults="" epochs="" json="" epoch_ms=1000 rate=75 flows=8 min_packets=50 seed=1 svg=""
+topology="" faults="" epochs="" json="" epoch_ms=1000 rate=100 flows=8 min_packets=50 seed=1 svg=""
 keep="" canary=""
 extra=()
 while [ $# -gt 0 ]; do
