@@ -47,12 +47,20 @@ impl Fixture {
 
     /// One epoch of meters: β = 20 flows per segment, α = 1000 packets per segment.
     pub fn synth(&mut self) -> SynthEpoch {
+        self.synth_with(SynthConfig::default().width_factor)
+    }
+
+    /// As [`Fixture::synth`], meters `width_factor` × the busiest meter's flows wide.
+    pub fn synth_with(&mut self, width_factor: usize) -> SynthEpoch {
         synth_epoch(
             &self.prep.topo,
             &self.prep.segments,
             &self.prep.codec,
             &self.loss,
-            &SynthConfig::default(),
+            &SynthConfig {
+                width_factor,
+                ..Default::default()
+            },
             &mut self.rng,
         )
         .expect("meter width within the data plane's limits")
