@@ -424,7 +424,9 @@ impl Window {
 }
 
 /// The segments handed to a localizer: success probability (eq. 2) over the window, with
-/// segments that lost packets in fewer than `min_lossy_epochs` epochs taken as loss-free.
+/// segments that lost packets in fewer than `min_lossy_epochs` epochs set aside as noise (success
+/// 1, and [`ObservedSegment::set_aside`]: the localizers leave them out rather than let them
+/// clear their links).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Observations {
     pub segments: Vec<ObservedSegment>,
@@ -439,6 +441,13 @@ pub struct ObservedSegment {
     pub lost: u64,
     /// y_p of eq. 2, or 1 when filtered as noise.
     pub success: f64,
+}
+
+impl ObservedSegment {
+    /// Lost packets, but in fewer epochs than n′: set aside as noise.
+    pub fn set_aside(&self) -> bool {
+        self.lost > 0 && self.success >= 1.0
+    }
 }
 
 pub fn observations(
