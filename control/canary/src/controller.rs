@@ -251,7 +251,7 @@ impl Controller {
             parity: finished,
             at_s: flipped_at.as_secs_f64(),
             packets_counted: det.packets(),
-            packets_lost: det.segments.values().map(|c| c.lost).sum(),
+            packets_lost: det.lost(),
             flows_counted: det.flows(),
             flows_monitored: self.selector.monitored(),
             segments_total: self.segments.len(),

@@ -10,7 +10,7 @@ use crate::controller::{Controller, ControllerConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
 use crate::setup::{load_topology, prepare};
-use crate::simulate::{summarize, FaultReport, SimulationResult};
+use crate::simulate::SimulationResult;
 use anyhow::{bail, Context, Result};
 use canary_core::fault::{self, Fault};
 use canary_core::localize::{CanaryParams, Grouping};
@@ -218,23 +218,7 @@ pub async fn run(
         }
         epochs.push(r);
     }
-    let summary = summarize(&ctl, &faults, epochs.len());
-    let result = SimulationResult {
-        topology: ctl.topo.name.clone(),
-        seed: 0,
-        faults: faults
-            .iter()
-            .map(|f| {
-                let [a, b] = ctl.topo.link_names(f.link);
-                FaultReport {
-                    link: [a.into(), b.into()],
-                    loss: f.loss,
-                }
-            })
-            .collect(),
-        epochs,
-        summary,
-    };
+    let result = SimulationResult::of_run(&ctl, &faults, 0, epochs);
     if let Some(path) = &opts.json {
         let f = std::fs::File::create(path)
             .with_context(|| format!("--json {}: cannot write", path.display()))?;

@@ -77,6 +77,28 @@ pub struct SimulationResult {
     pub summary: Summary,
 }
 
+impl SimulationResult {
+    /// The document of a finished run: its faults, its epochs, and the summary scored on them.
+    pub fn of_run(ctl: &Controller, faults: &[Fault], seed: u64, epochs: Vec<EpochReport>) -> Self {
+        Self {
+            topology: ctl.topo.name.clone(),
+            seed,
+            faults: faults
+                .iter()
+                .map(|f| {
+                    let [a, b] = ctl.topo.link_names(f.link);
+                    FaultReport {
+                        link: [a.into(), b.into()],
+                        loss: f.loss,
+                    }
+                })
+                .collect(),
+            summary: summarize(ctl, faults, epochs.len()),
+            epochs,
+        }
+    }
+}
+
 /// Runs a simulation; `on_epoch` sees each report as it is made.
 pub fn run(opts: &SimulateOptions, on_epoch: impl FnMut(&EpochReport)) -> Result<SimulationResult> {
     Ok(run_full(opts, on_epoch)?.result)
@@ -138,23 +160,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
             epochs.push(r);
         }
     });
-    let summary = summarize(&ctl, &faults, epochs.len());
-    let result = SimulationResult {
-        topology: ctl.topo.name.clone(),
-        seed: opts.seed,
-        faults: faults
-            .iter()
-            .map(|f| {
-                let [a, b] = ctl.topo.link_names(f.link);
-                FaultReport {
-                    link: [a.into(), b.into()],
-                    loss: f.loss,
-                }
-            })
-            .collect(),
-        epochs,
-        summary,
-    };
+    let result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
     Ok(FullRun {
         result,
         observations: ctl.run_observations(),

@@ -92,6 +92,9 @@ impl EpochDetection {
     pub fn packets(&self) -> u64 {
         self.segments.values().map(|c| c.sent).sum()
     }
+    pub fn lost(&self) -> u64 {
+        self.segments.values().map(|c| c.lost).sum()
+    }
     pub fn flows(&self) -> u64 {
         self.entries.len() as u64
     }
