@@ -498,6 +498,15 @@ impl Dsm {
     /// holding a flow outside the flow's columns); if any clean bucket does, this falls back to
     /// grouping by flow.
     pub fn clean_flows_hashed(&self) -> (Vec<(DsmRecord, FlowHashes)>, u64) {
+        let scan = self.clean_flows_scan();
+        let out = (0..scan.len()).map(|i| scan.get(i)).collect();
+        (out, scan.torn())
+    }
+
+    /// [`Dsm::clean_flows_hashed`] without copying the records out: they stay where the scan
+    /// found them (at k = 32, 7.7 M records, and each copy of them costs as much memory traffic
+    /// as reading a meter).
+    pub fn clean_flows_scan(&self) -> CleanFlows {
         let MeterConfig { rows, width } = self.config;
         let mut waits = Waits::borrow(rows * width);
         let mut firsts: Vec<First> = Vec::with_capacity(self.used.len() / rows);
@@ -540,7 +549,7 @@ impl Dsm {
                 firsts.push(First {
                     rec,
                     h,
-                    row,
+                    row: row as u8,
                     next,
                     agree: true,
                 });
@@ -549,39 +558,71 @@ impl Dsm {
         );
         // Positions waited on and never visited (a bucket read back empty) or not reached.
         for f in &firsts {
-            for r in f.row + 1..rows {
+            for r in f.row as usize + 1..rows {
                 waits.take(r * width + meter_index(f.h, r, width));
             }
         }
         waits.give_back();
         if !regular {
-            return self.clean_flows_hashed_by_flow();
+            return self.clean_flows_scan_by_flow();
         }
-        let torn = firsts.iter().filter(|f| !f.agree).count() as u64;
-        let out = firsts
-            .into_iter()
-            .filter(|f| f.agree)
-            .map(|f| (f.rec, f.h))
-            .collect();
-        (out, torn)
+        let before = firsts.len();
+        firsts.retain(|f| f.agree);
+        CleanFlows {
+            torn: (before - firsts.len()) as u64,
+            firsts,
+        }
     }
 
-    /// [`Dsm::clean_flows_hashed`] for any bucket contents: grouped by flow.
-    fn clean_flows_hashed_by_flow(&self) -> (Vec<(DsmRecord, FlowHashes)>, u64) {
+    /// [`Dsm::clean_flows_scan`] for any bucket contents: grouped by flow.
+    fn clean_flows_scan_by_flow(&self) -> CleanFlows {
         let (records, torn) = self.clean_flows_checked();
-        let out = records
+        let firsts = records
             .into_iter()
-            .map(|r| (r, FlowHashes::of(&r.flow)))
+            .map(|rec| First {
+                h: FlowHashes::of(&rec.flow),
+                rec,
+                row: 0,
+                next: [Waits::NONE; MeterConfig::MAX_ROWS],
+                agree: true,
+            })
             .collect();
-        (out, torn)
+        CleanFlows { firsts, torn }
     }
 }
 
-/// A flow's first clean bucket in [`Dsm::clean_flows_hashed`].
+/// A DSM's clean flows with their hashes, as [`Dsm::clean_flows_scan`] found them.
+pub struct CleanFlows {
+    firsts: Vec<First>,
+    torn: u64,
+}
+
+impl CleanFlows {
+    /// Flows whose clean buckets disagree (read while counting), left out.
+    pub fn torn(&self) -> u64 {
+        self.torn
+    }
+
+    pub fn len(&self) -> usize {
+        self.firsts.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.firsts.is_empty()
+    }
+
+    /// The `i`-th clean flow, in bucket order of its first clean bucket.
+    pub fn get(&self, i: usize) -> (DsmRecord, FlowHashes) {
+        let f = &self.firsts[i];
+        (f.rec, f.h)
+    }
+}
+
+/// A flow's first clean bucket in [`Dsm::clean_flows_scan`].
 struct First {
     rec: DsmRecord,
     h: FlowHashes,
-    row: usize,
+    row: u8,
     /// Next flow waiting at the same position, per row.
     next: [u32; MeterConfig::MAX_ROWS],
     /// Every clean bucket of the flow seen so far holds the same pathBF and count.

@@ -37,6 +37,6 @@ pub use error::{DecodeError, SketchConfigError};
 pub use hash::{crc16, crc32, ecmp_member, hashpipe_index, meter_index, FlowHashes};
 pub use hashpipe::{HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
 pub use meter::{
-    p_clean, Bucket, CleanLookup, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm, UsmBucket,
-    DSM_BUCKET_BITS, USM_BUCKET_BITS,
+    p_clean, Bucket, CleanFlows, CleanLookup, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm,
+    UsmBucket, DSM_BUCKET_BITS, USM_BUCKET_BITS,
 };
