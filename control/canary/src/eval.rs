@@ -14,8 +14,13 @@
 //!   retransmitting flows (the Flock paper's A2 input); `detector`: the probe matrix, probed.
 //!
 //! Inference time is the wall-clock time of the localizer's `localize` call only.
+//!
+//! With [`EvalOptions::calibration`] set (by [`calibrate::run`], `--calibrate`), `flock`,
+//! `flock-a2`, `netbouncer-paper` and `007` run with the parameters the Flock paper's §5.2 rule
+//! chose on training seeds instead of their defaults, and every report records them.
 
 pub mod axis;
+pub mod calibrate;
 pub mod plot;
 pub mod sweep;
 pub mod trace;
@@ -154,6 +159,9 @@ pub struct EvalOptions {
     pub export_flock_trace: Option<PathBuf>,
     /// Feed NetBouncer(-stage) and Flock from this Flock trace instead of simulated probes.
     pub flock_trace: Option<PathBuf>,
+    /// Parameters calibrated on training seeds (Flock paper §5.2) for `flock`, `flock-a2`,
+    /// `netbouncer-paper` and `007`; `None`: every localizer keeps its fixed defaults.
+    pub calibration: Option<calibrate::Calibration>,
 }
 
 impl Default for EvalOptions {
@@ -168,6 +176,7 @@ impl Default for EvalOptions {
             nb_lambda: 1.0,
             export_flock_trace: None,
             flock_trace: None,
+            calibration: None,
         }
     }
 }
@@ -251,6 +260,9 @@ pub struct EvalReport {
     pub seed: u64,
     pub faults: Vec<FaultReport>,
     pub localizers: Reports,
+    /// The calibrated parameters these localizers ran with (`--calibrate`).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub calibration: Option<calibrate::Calibration>,
 }
 
 /// A random stream for one system's telemetry, independent of the others and of the fault draw.
@@ -376,6 +388,27 @@ fn bounce_input(
     Ok(bounce_probes(topo, loss, opts.probes, &mut rng))
 }
 
+/// One 30-s epoch of TCP flows with traceroutes: 007's and Flock(A2)'s input.
+fn tcp_epoch(opts: &EvalOptions, topo: &Topology, loss: &[f64]) -> Epoch007 {
+    let routing = Routing::new(topo);
+    let mut rng = stream(opts.sim.seed, STREAM_007);
+    let epoch = simulate_epoch(topo, &routing, loss, &opts.tcp, &mut rng);
+    tracing::debug!(
+        flows = epoch.reports.len(),
+        bad = epoch
+            .reports
+            .iter()
+            .filter(|f| f.retransmissions > 0)
+            .count(),
+        traced = epoch.traced,
+        denied_host = epoch.denied_host,
+        denied_switch = epoch.denied_switch,
+        max_icmp = epoch.max_icmp,
+        "007 epoch"
+    );
+    epoch
+}
+
 /// Runs every asked-for localizer on one seed.
 pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
     let (topo, faults, loss) = draw_fabric(&opts.sim)?;
@@ -408,28 +441,15 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
         .localizers
         .iter()
         .any(|k| k.needs_tcp_epoch())
-        .then(|| {
-            let routing = Routing::new(&topo);
-            let mut rng = stream(opts.sim.seed, STREAM_007);
-            let epoch = simulate_epoch(&topo, &routing, &loss, &opts.tcp, &mut rng);
-            tracing::debug!(
-                flows = epoch.reports.len(),
-                bad = epoch
-                    .reports
-                    .iter()
-                    .filter(|f| f.retransmissions > 0)
-                    .count(),
-                traced = epoch.traced,
-                denied_host = epoch.denied_host,
-                denied_switch = epoch.denied_switch,
-                max_icmp = epoch.max_icmp,
-                "007 epoch"
-            );
-            epoch
-        });
+        .then(|| tcp_epoch(opts, &topo, &loss));
     let bounce_stats = |r: &mut LocalizerReport| {
         r.probe_paths = Some(probes.len());
         r.probes_sent = Some(probes.iter().map(|p| u64::from(p.sent)).sum());
+    };
+    // A localizer's calibrated parameters, if `--calibrate` chose some for it.
+    let tuned = |k: Kind| opts.calibration.as_ref().and_then(|c| c.get(k.name()));
+    let flock = |k: Kind| Flock {
+        params: tuned(k).and_then(|t| t.flock()).unwrap_or_default(),
     };
     let mut reports = Vec::new();
     for &k in &opts.localizers {
@@ -459,6 +479,11 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                     _ => NetBouncerParams::paper(),
                 };
                 params.cd.lambda = opts.nb_lambda;
+                if k == Kind::NetBouncerPaper {
+                    if let Some(c) = tuned(k).and_then(|t| t.netbouncer()) {
+                        params = c.params();
+                    }
+                }
                 let (v, ms) = timed(&NetBouncer::new(params), &topo, &probes);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 bounce_stats(&mut r);
@@ -466,7 +491,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             }
             Kind::Flock => {
                 let input = FlockInput::from_probes(&probes);
-                let (v, ms) = timed(&Flock::default(), &topo, &input);
+                let (v, ms) = timed(&flock(k), &topo, &input);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 bounce_stats(&mut r);
                 r
@@ -474,12 +499,15 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             Kind::FlockA2 => {
                 let epoch = tcp_epoch.as_ref().expect("simulated");
                 let input = FlockInput::from_flows_a2(&epoch.reports);
-                let (v, ms) = timed(&Flock::default(), &topo, &input);
+                let (v, ms) = timed(&flock(k), &topo, &input);
                 score_verdict(&topo, &truth, &v, ms)
             }
             Kind::Zero07 => {
                 let epoch = tcp_epoch.as_ref().expect("simulated");
-                let z = Zero07::default();
+                let mut z = Zero07::default();
+                if let Some(t) = tuned(k).and_then(|t| t.zero07()) {
+                    z.params.threshold = t;
+                }
                 let (v, ms) = timed(&z, &topo, &epoch.reports);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 r.per_flow_accuracy = per_flow_accuracy(&topo, &truth, epoch, &z.params);
@@ -517,6 +545,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             })
             .collect(),
         localizers: Reports(reports),
+        calibration: opts.calibration.clone(),
     })
 }
 

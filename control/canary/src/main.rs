@@ -178,6 +178,15 @@ struct EvalArgs {
     /// Draw per-stage precision, recall and F1 (the paper's Fig. 8) as SVG.
     #[arg(long)]
     svg: Option<PathBuf>,
+    /// Calibrate flock, flock-a2, netbouncer-paper and 007 first (Flock paper §5.2: grid
+    /// search, highest recall at precision > P, P from 98 % down by 5 % until recall >= 25 %) on
+    /// these training seeds (`A..B`, disjoint from the test seeds), then evaluate with the chosen
+    /// parameters. With `--sweep`, at every value.
+    #[arg(long, value_name = "SEEDS")]
+    calibrate: Option<String>,
+    /// The training set's fault spec (default: `--faults`, i.e. the evaluated one).
+    #[arg(long, value_name = "SPEC", requires = "calibrate")]
+    calibrate_faults: Option<String>,
 }
 
 #[derive(Args)]
@@ -469,6 +478,40 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
         nb_lambda: a.nb_lambda,
         export_flock_trace: a.export_flock_trace,
         flock_trace: a.flock_trace,
+        calibration: None,
+    };
+    let test_seeds = match &a.seeds {
+        Some(s) => eval::sweep::parse_seeds(s)?,
+        None => vec![a.seed],
+    };
+    let calibrate = match &a.calibrate {
+        Some(s) => {
+            let spec = eval::calibrate::CalibrateSpec {
+                seeds: eval::sweep::parse_seeds(s)
+                    .map_err(|e| anyhow::anyhow!("--calibrate: {e}"))?,
+                faults: a.calibrate_faults.clone(),
+            };
+            spec.check_disjoint(&test_seeds)?;
+            if !opts
+                .localizers
+                .iter()
+                .any(|&k| eval::calibrate::calibrated_kind(k))
+            {
+                eprintln!(
+                    "warning: --calibrate tunes flock, flock-a2, netbouncer-paper and 007; none \
+                     of them is in --localizers"
+                );
+            }
+            Some(spec)
+        }
+        None => None,
+    };
+    let calibrated_title = |title: String| match &calibrate {
+        Some(c) => format!(
+            "{title}, calibrated on seeds {}",
+            eval::calibrate::seed_list(&c.seeds)
+        ),
+        None => title,
     };
     let write_json = |path: &PathBuf, text: String| {
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
@@ -478,25 +521,32 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
             anyhow::bail!("--sweep simulates every point's probes: drop the Flock trace options");
         }
         let (axis, values) = eval::axis::parse_sweep(spec)?;
-        let seeds = match &a.seeds {
-            Some(s) => eval::sweep::parse_seeds(s)?,
-            None => vec![a.seed],
-        };
-        let report = eval::axis::run_axis(&opts, axis, &values, &seeds, |v, r| {
-            eprintln!("{}={v}", axis.name());
-            eprint!("{}", eval::render_table(r));
-        })?;
+        let seeds = test_seeds;
+        let mut shown = None;
+        let report =
+            eval::axis::run_axis(&opts, axis, &values, &seeds, calibrate.as_ref(), |v, r| {
+                eprintln!("{}={v}", axis.name());
+                if let Some(c) = r
+                    .calibration
+                    .as_ref()
+                    .filter(|&c| shown.as_ref() != Some(c))
+                {
+                    eprint!("{}", c.render());
+                    shown = Some(c.clone());
+                }
+                eprint!("{}", eval::render_table(r));
+            })?;
         print!("{}", report.render());
         if let Some(path) = &a.json {
             write_json(path, serde_json::to_string_pretty(&report)?)?;
         }
         if let Some(path) = &a.svg {
-            let title = format!(
+            let title = calibrated_title(format!(
                 "{} {}, seeds {} (mean)",
                 opts.sim.topology,
                 opts.sim.faults,
                 a.seeds.as_deref().unwrap_or(&a.seed.to_string())
-            );
+            ));
             eval::plot::render_sweep_svg(
                 path,
                 &title,
@@ -507,8 +557,17 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
         }
         return Ok(());
     }
+    if let Some(spec) = &calibrate {
+        opts.calibration = eval::calibrate::run(&opts, spec)?;
+        if let Some(c) = &opts.calibration {
+            eprint!("{}", c.render());
+        }
+    }
     let Some(seeds) = a.seeds else {
         let r = eval::run(&opts)?;
+        if let Some(c) = &r.calibration {
+            print!("{}", c.render());
+        }
         print!("{}", eval::render_table(&r));
         if let Some(path) = &a.json {
             write_json(path, serde_json::to_string_pretty(&r)?)?;
@@ -520,7 +579,7 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
                 .iter()
                 .map(|(n, x)| (n.clone(), x.stages.clone()))
                 .collect();
-            let title = format!("{} seed {}", r.topology, r.seed);
+            let title = calibrated_title(format!("{} seed {}", r.topology, r.seed));
             eval::plot::render_svg(path, &title, &series)?;
         }
         return Ok(());
@@ -541,7 +600,7 @@ fn eval_cmd(a: EvalArgs) -> Result<()> {
         write_json(path, serde_json::to_string_pretty(&sweep)?)?;
     }
     if let Some(path) = &a.svg {
-        let title = format!("{} seeds {seeds} (mean)", opts.sim.topology);
+        let title = calibrated_title(format!("{} seeds {seeds} (mean)", opts.sim.topology));
         eval::plot::render_svg(path, &title, &sweep.mean_stages())?;
     }
     Ok(())

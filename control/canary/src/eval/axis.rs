@@ -7,6 +7,7 @@
 //! (the fault draw does not depend on the swept value, except for `faults` and `k` which change
 //! what is drawn).
 
+use super::calibrate::{self, CalibrateSpec, Calibration};
 use super::{EvalOptions, EvalReport, LocalizerReport, StageScore};
 use anyhow::{bail, Context, Result};
 use serde::Serialize;
@@ -348,8 +349,33 @@ impl AxisReport {
             s.push_str(&e);
             s.push('\n');
         }
+        // Each calibration once, labelled with the values it served.
+        let mut i = 0;
+        while i < self.points.len() {
+            let mut j = i + 1;
+            while j < self.points.len()
+                && point_calibration(&self.points[j]) == point_calibration(&self.points[i])
+            {
+                j += 1;
+            }
+            if let Some(c) = point_calibration(&self.points[i]) {
+                let (a, b) = (self.points[i].value, self.points[j - 1].value);
+                let values = if j - i > 1 {
+                    format!("{}..{}", fmt_value(a), fmt_value(b))
+                } else {
+                    fmt_value(a)
+                };
+                let _ = write!(s, "{}={values}: {}", self.axis.name(), c.render());
+            }
+            i = j;
+        }
         s
     }
+}
+
+/// The calibration a point's runs used (the same for every seed of the point).
+fn point_calibration(p: &Point) -> Option<&Calibration> {
+    p.runs.first().and_then(|r| r.calibration.as_ref())
 }
 
 fn fmt_value(v: f64) -> String {
@@ -360,18 +386,34 @@ fn fmt_value(v: f64) -> String {
     }
 }
 
-/// Runs `opts` at every value of `axis` and every seed.
+/// Runs `opts` at every value of `axis` and every seed. With `calibrate_on`, the calibrated
+/// localizers are first calibrated at each value on the training seeds (once for all values
+/// when the training set does not change with the value, e.g. `--calibrate-faults` with a
+/// `loss` or `faults` sweep).
 pub fn run_axis(
     base: &EvalOptions,
     axis: Axis,
     values: &[f64],
     seeds: &[u64],
+    calibrate_on: Option<&CalibrateSpec>,
     mut progress: impl FnMut(f64, &EvalReport),
 ) -> Result<AxisReport> {
     let mut points = Vec::new();
+    let mut last: Option<(EvalOptions, Option<Calibration>)> = None;
     for &v in values {
         let mut opts = base.clone();
         axis.apply(v, &mut opts)?;
+        if let Some(spec) = calibrate_on {
+            let training = spec.training_options(&opts);
+            opts.calibration = match &last {
+                Some((t, c)) if calibrate::same_training(t, &training) => c.clone(),
+                _ => {
+                    let c = calibrate::run(&opts, spec)?;
+                    last = Some((training, c.clone()));
+                    c
+                }
+            };
+        }
         let mut runs = Vec::new();
         for &seed in seeds {
             opts.sim.seed = seed;

@@ -99,6 +99,9 @@ impl SweepReport {
             s.push_str(&line);
             s.push('\n');
         }
+        if let Some(c) = self.runs.first().and_then(|r| r.calibration.as_ref()) {
+            s.push_str(&c.render());
+        }
         s
     }
 

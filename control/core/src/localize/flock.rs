@@ -16,8 +16,9 @@
 //! for one-way flows and Canary segments, undirected links (`u` = directed `2u`, `2u + 1`) for
 //! round-trip bounce probes (LOCALIZERS §1.3, §5.5 item 7).
 //!
-//! Not done here: device components and their 5× prior, parameter calibration, the optional
-//! `r ≥ 1` conditioning for A2 input, per-flow (latency) analysis.
+//! Not done here: device components and their 5× prior, parameter calibration (the paper's §5.2
+//! rule lives in the eval layer, `canary eval --calibrate`), the optional `r ≥ 1` conditioning for
+//! A2 input, per-flow (latency) analysis.
 
 use serde::{Deserialize, Serialize};
 
