@@ -35,6 +35,8 @@
 /* Table sizes. */
 #define ROUTE_TABLE_SIZE 1024
 #define ECMP_TABLE_SIZE  4096
+/* TNA only: (group size, byte) -> remainder, 256 entries per distinct group size (tna/forwarding.p4). */
+#define ECMP_MOD_TABLE_SIZE 4096
 #define PORT_TABLE_SIZE  512
 #define DSM_TABLE_SIZE   4096
 #define USM_TABLE_SIZE   4096

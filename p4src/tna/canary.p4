@@ -1,7 +1,8 @@
 /* Canary data plane for TNA (Tofino). Same controls, tables, registers and order as
  * v1model/canary.p4; see that file for the pipeline. Differences: hashes are Hash externs with
  * the Rust model's CRC parameters, the HH digest is packed by the ingress deparser, the ECMP
- * member comes from 256 hash buckets, HashPipe stages 1-2 decide on a CRC-32 fingerprint
+ * member's multiplication and remainder are table lookups the controller fills (same member as
+ * v1model, tna/forwarding.p4), HashPipe stages 1-2 decide on a CRC-32 fingerprint
  * (tna/hashpipe.p4). NOT COMPILED in this repository (no bf-p4c available). */
 #include <core.p4>
 #include <tna.p4>

@@ -171,3 +171,41 @@ pub fn ecmp_member(c32: u32, mask: u32, size: u16) -> u16 {
     assert!(size > 0, "an ECMP group has members");
     ((c32.wrapping_mul(mask | 1) >> 16) as u16) % size
 }
+
+/// TNA's `ecmp_mul{i}` entry for byte `i` (0 = least significant) of `c32` equal to `byte`:
+/// `byte * 2^(8i) * (mask | 1) mod 2^32` (p4src/tna/forwarding.p4). Tofino has no multiplier;
+/// the four terms of a flow's `c32` add up (mod 2^32) to `c32 * (mask | 1)`, the product
+/// [`ecmp_member`] takes the top 16 bits of. 4 x 256 entries per switch, recomputed when its
+/// mask changes.
+///
+/// # Panics
+/// If `i >= 4`.
+pub fn ecmp_mul_term(mask: u32, i: usize, byte: u8) -> u32 {
+    assert!(i < 4, "c32 has 4 bytes");
+    (u32::from(byte) << (8 * i)).wrapping_mul(mask | 1)
+}
+
+/// TNA's `ecmp_mod_hi` (`hi`) / `ecmp_mod_lo` entry for group size `size` and byte `byte` of
+/// the 16-bit mixed value `x`: `2^8 * byte mod size` for the high byte, `byte mod size` for the
+/// low one (Tofino has no remainder by a run-time value). 256 entries per distinct group size
+/// and table.
+pub fn ecmp_mod_term(size: u16, hi: bool, byte: u8) -> u16 {
+    assert!(size > 0, "an ECMP group has members");
+    let v = if hi {
+        u32::from(byte) << 8
+    } else {
+        u32::from(byte)
+    };
+    (v % u32::from(size)) as u16
+}
+
+/// The `ecmp_group` member key the TNA program looks up: the sum of the two remainders, in
+/// `0..2 * size - 1` and congruent to [`ecmp_member`] modulo `size` (the controller installs
+/// `2 * size - 1` entries per group, key `j` -> member `j % size`).
+pub fn ecmp_member_key_tna(c32: u32, mask: u32, size: u16) -> u16 {
+    let prod = (0..4).fold(0u32, |acc, i| {
+        acc.wrapping_add(ecmp_mul_term(mask, i, (c32 >> (8 * i)) as u8))
+    });
+    let x = (prod >> 16) as u16;
+    ecmp_mod_term(size, true, (x >> 8) as u8) + ecmp_mod_term(size, false, x as u8)
+}

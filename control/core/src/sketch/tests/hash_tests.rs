@@ -190,3 +190,80 @@ fn config_errors_name_the_field() {
     assert!(HashPipeConfig::new(3, 64, 1024).is_ok());
     assert!(Usm::new(MeterConfig { rows: 5, width: 8 }).is_err());
 }
+
+/// TNA's table-driven ECMP (p4src/tna/forwarding.p4) picks v1model's member for every flow: the
+/// key it looks up is below `2 * size - 1` and congruent to `ecmp_member` modulo `size`.
+#[test]
+fn tna_ecmp_tables_pick_the_v1model_member() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(7);
+    let sizes: Vec<u16> = (1..=40)
+        .chain([64, 100, 127, 128, 255, 256, 257, 1000, 65535])
+        .collect();
+    let edge = [
+        0u32,
+        1,
+        0xFFFF,
+        0x1_0000,
+        0xFF00_FF00,
+        0x8000_0000,
+        u32::MAX,
+    ];
+    for _ in 0..20_000 {
+        let c32: u32 = rng.random();
+        let mask: u32 = if rng.random_bool(0.1) {
+            edge[rng.random_range(0..edge.len())]
+        } else {
+            rng.random()
+        };
+        let size = sizes[rng.random_range(0..sizes.len())];
+        let key = ecmp_member_key_tna(c32, mask, size);
+        assert!(
+            u32::from(key) < 2 * u32::from(size) - 1,
+            "{c32:#x} {mask:#x} {size}"
+        );
+        assert_eq!(
+            key % size,
+            ecmp_member(c32, mask, size),
+            "{c32:#x} {mask:#x} {size}"
+        );
+    }
+    for &c32 in &edge {
+        for &mask in &edge {
+            for &size in &sizes {
+                assert_eq!(
+                    ecmp_member_key_tna(c32, mask, size) % size,
+                    ecmp_member(c32, mask, size)
+                );
+            }
+        }
+    }
+    // The product the four terms add up to, byte by byte.
+    assert_eq!(ecmp_mul_term(0x10, 1, 0x02), 0x0000_0200 * 0x11);
+    assert_eq!(
+        ecmp_mul_term(u32::MAX, 3, 0xFF),
+        0xFF00_0000u32.wrapping_mul(u32::MAX)
+    );
+    assert_eq!(ecmp_mod_term(3, true, 1), 256 % 3);
+    assert_eq!(ecmp_mod_term(3, false, 5), 2);
+}
+
+/// Why TNA does not use 256 buckets (bucket = low byte of the mixed value, entry b -> member
+/// b mod size): that equals `ecmp_member` only when the group size divides 256.
+#[test]
+fn byte_buckets_match_only_power_of_two_groups() {
+    let bucket_member =
+        |c32: u32, mask: u32, size: u16| ((c32.wrapping_mul(mask | 1) >> 16) as u8) as u16 % size;
+    let differs = |size: u16| {
+        (0..5000u32).any(|i| {
+            let c32 = i.wrapping_mul(0x9E37_79B9);
+            bucket_member(c32, 0x1234_5679, size) != ecmp_member(c32, 0x1234_5679, size)
+        })
+    };
+    for size in [1u16, 2, 4, 8, 16, 32, 64, 128, 256] {
+        assert!(!differs(size), "size {size}");
+    }
+    for size in [3u16, 5, 6, 7, 12, 24, 48] {
+        assert!(differs(size), "size {size}");
+    }
+}

@@ -1,0 +1,95 @@
+//! Compiles p4src/tna for Tofino 1 with `tna/build.sh` (the open-source Tofino back end of p4c,
+//! `bf-p4c`, found on PATH) and checks what the control plane and the hardware need of it:
+//!
+//! * the compile succeeds (table placement included: bf-p4c fails when the program does not fit
+//!   the pipeline) and writes `bfrt.json` and `pipe/logs/resources.json`;
+//! * the program was placed for 12 MAU stages and uses no stage beyond them, with at most 4
+//!   stateful ALUs (meter ALUs) per stage;
+//! * the control plane resolves every table, action, field, register and digest it uses from the
+//!   compiled `bfrt.json` ([`CanaryTables::resolve`]), so the names `tna/` declares are the ones
+//!   the BF-RT client expects.
+//!
+//! Prints `SKIP: ...` and passes when `bf-p4c` is not on PATH.
+
+use canary_switch::bfrt::CanaryTables;
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+fn on_path(tool: &str) -> bool {
+    std::env::var_os("PATH")
+        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
+        .unwrap_or(false)
+}
+
+fn repo_root() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// Per stage: (stage number, stateful ALUs used).
+fn stages(resources: &Value) -> Vec<(u64, usize)> {
+    resources["resources"]["mau"]["mau_stages"]
+        .as_array()
+        .expect("resources.json: resources.mau.mau_stages")
+        .iter()
+        .map(|s| {
+            let n = s["stage_number"].as_u64().expect("stage_number");
+            let meters = s["meter_alus"]["meters"]
+                .as_array()
+                .map_or(0, |m| m.iter().filter(|u| has_usage(u)).count());
+            (n, meters)
+        })
+        .collect()
+}
+
+fn has_usage(unit: &Value) -> bool {
+    unit["usages"].as_array().is_some_and(|u| !u.is_empty())
+}
+
+#[test]
+fn tna_program_compiles_for_tofino1_and_resolves() {
+    if !on_path("bf-p4c") {
+        eprintln!("SKIP: tna_compile: bf-p4c not on PATH (build the Tofino back end of p4c)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let out = Command::new(repo_root().join("tna/build.sh"))
+        .arg(dir.path())
+        .output()
+        .expect("run tna/build.sh");
+    assert!(
+        out.status.success(),
+        "tna/build.sh failed:\n{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+
+    let logs = dir.path().join("canary.tofino/pipe/logs");
+    let resources: Value = serde_json::from_slice(
+        &std::fs::read(logs.join("resources.json")).expect("pipe/logs/resources.json"),
+    )
+    .expect("resources.json is JSON");
+    assert_eq!(
+        resources["resources"]["mau"]["nStages"].as_u64(),
+        Some(12),
+        "placed for Tofino 1's 12 stages"
+    );
+    let st = stages(&resources);
+    assert!(!st.is_empty(), "no MAU stage in resources.json");
+    for &(n, salus) in &st {
+        assert!(n < 12, "stage {n} used");
+        assert!(salus <= 4, "stage {n}: {salus} stateful ALUs");
+    }
+    eprintln!(
+        "tna_compile: {} stages, stateful ALUs per stage {:?}",
+        st.iter().map(|s| s.0 + 1).max().unwrap_or(0),
+        st.iter().map(|s| s.1).collect::<Vec<_>>()
+    );
+
+    let bfrt = std::fs::read(dir.path().join("bfrt.json")).expect("bfrt.json");
+    let tables = CanaryTables::resolve(&bfrt).expect("the BF-RT client resolves the program");
+    assert!(
+        !tables.registers.is_empty(),
+        "meter and HashPipe registers in bfrt.json"
+    );
+}
