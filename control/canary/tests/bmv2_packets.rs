@@ -355,7 +355,7 @@ impl Fabric {
     /// `None` (after printing `SKIP: ...`) when the tools or root are missing.
     fn start(test: &str, topo: Topo) -> Option<Fabric> {
         if let Some(what) = bmv2::missing() {
-            eprintln!("SKIP: bmv2_packets {test}: {what}");
+            bmv2::skip(&format!("bmv2_packets {test}: {what}"));
             return None;
         }
         let mut lab = Lab::new();

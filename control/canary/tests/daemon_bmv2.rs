@@ -15,7 +15,7 @@ use std::time::{Duration, Instant};
 
 fn missing() -> bool {
     if let Some(m) = bmv2::missing() {
-        eprintln!("SKIP: {m}");
+        bmv2::skip(&m);
         return true;
     }
     false
@@ -67,7 +67,7 @@ fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
         return;
     }
     if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
-        eprintln!("SKIP: tc or nft (nftables, for loss where the kernel lacks netem) missing");
+        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
         return;
     }
     let topology = topo_file("line2.yaml");

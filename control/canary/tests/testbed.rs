@@ -123,7 +123,7 @@ fn blamed(v: &serde_json::Value) -> Vec<String> {
 #[test]
 fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
     if let Some(m) = missing() {
-        eprintln!("SKIP: {m}");
+        skip(&m);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -194,7 +194,7 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
 #[test]
 fn bad_fault_file_is_rejected_naming_the_file_and_field() {
     if let Some(m) = missing() {
-        eprintln!("SKIP: {m}");
+        skip(&m);
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -220,4 +220,11 @@ fn bad_fault_file_is_rejected_naming_the_file_and_field() {
         r.stderr
     );
     assert!(r.stderr.contains("testbed: clean"), "{}", r.stderr);
+}
+
+/// Prints `SKIP: <what>` where `cargo test` shows it: straight to stderr, since libtest keeps
+/// what `eprintln!` prints from a passing test to itself, and a skip must never pass silently.
+fn skip(what: &str) {
+    use std::io::Write;
+    let _ = writeln!(std::io::stderr(), "SKIP: {what}");
 }

@@ -6,6 +6,8 @@
 //! reference-model meters fed with packets and expects exactly those meters back.
 //! Skips (printing `SKIP: ...`) without p4c or simple_switch_grpc.
 
+mod common;
+
 use canary_core::fabric::Parity;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, Usm};
 use canary_core::FlowId;
@@ -151,7 +153,7 @@ fn reg(suffix: &str) -> String {
 #[test]
 fn write_read_reset_and_typed_errors() {
     if let Some(what) = missing() {
-        eprintln!("SKIP: bmv2_thrift: {what} missing from PATH");
+        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
         return;
     }
     let sw = Switch::start(11);
@@ -392,7 +394,7 @@ fn write_all(c: &mut ThriftClient, cells: &[(String, i32, i64)]) {
 #[test]
 fn harvest_returns_the_model_meters_and_resets_only_its_parity() {
     if let Some(what) = missing() {
-        eprintln!("SKIP: bmv2_thrift: {what} missing from PATH");
+        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
         return;
     }
     let sw = Switch::start(12);
@@ -475,7 +477,7 @@ fn millis(d: Duration) -> f64 {
 #[test]
 fn harvest_time() {
     if let Some(what) = missing() {
-        eprintln!("SKIP: bmv2_thrift: {what} missing from PATH");
+        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
         return;
     }
     let sw = Switch::start(13);

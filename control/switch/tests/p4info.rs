@@ -1,6 +1,8 @@
 //! Resolving Canary's names in a P4Info: the compiled program resolves; a program that
 //! disagrees with the controller fails at start with the table, field or action named.
 
+mod common;
+
 use bfrt_proto::p4info::{self, match_field, P4Info};
 use canary_switch::p4info::P4InfoIndex;
 use canary_switch::program::CanaryProgram;
@@ -11,7 +13,7 @@ fn compiled() -> Option<P4InfoIndex> {
     let have_p4c = std::env::var_os("PATH")
         .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("p4c").is_file()));
     if !have_p4c {
-        eprintln!("SKIP: p4c missing from PATH");
+        common::skip("p4c missing from PATH");
         return None;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -2,6 +2,8 @@
 //! (certificates made with the `openssl` command for this test). Skips loudly without
 //! simple_switch_grpc, p4c or openssl.
 
+mod common;
+
 use bfrt_proto::p4rt::{update, Update};
 use canary_switch::p4info::P4InfoIndex;
 use canary_switch::p4rt::{P4RtClient, P4RtConfig, P4RtError, TlsFiles};
@@ -92,7 +94,7 @@ impl Drop for Switch {
 fn pipeline_push_and_write_errors_over_tls() {
     for tool in ["simple_switch_grpc", "p4c", "openssl"] {
         if !on_path(tool) {
-            eprintln!("SKIP: {tool} missing from PATH");
+            common::skip(&format!("{tool} missing from PATH"));
             return;
         }
     }

@@ -11,6 +11,8 @@
 //!
 //! Prints `SKIP: ...` and passes when `bf-p4c` is not on PATH.
 
+mod common;
+
 use canary_switch::bfrt::CanaryTables;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -49,7 +51,7 @@ fn has_usage(unit: &Value) -> bool {
 #[test]
 fn tna_program_compiles_for_tofino1_and_resolves() {
     if !on_path("bf-p4c") {
-        eprintln!("SKIP: tna_compile: bf-p4c not on PATH (build the Tofino back end of p4c)");
+        common::skip("tna_compile: bf-p4c not on PATH (build the Tofino back end of p4c)");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
