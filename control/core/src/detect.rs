@@ -287,37 +287,16 @@ fn decode_dsm(ctx: &DecodeCtx, snap: &MeterSnapshot) -> ByUpstream {
     a.torn += flows.torn();
     // Decode every record once, count records per upstream switch, then place them in
     // upstream order (a counting sort through their indices, so each record is copied once).
-    const DROPPED: SwitchIx = SwitchIx::MAX;
+    const DROPPED: (SwitchIx, SegmentId) = (SwitchIx::MAX, 0);
     let mut decoded = Vec::with_capacity(flows.len());
     let mut start = vec![0u32; ctx.harvested.len() + 1];
     for i in 0..flows.len() {
         let (rec, _) = flows.get(i);
-        let segment = match ctx.codec.decode_id(snap.switch, rec.path_bf) {
-            DecodedId::Segment(s) => s,
-            DecodedId::Ambiguous => {
-                a.ambiguous += 1;
-                decoded.push((DROPPED, 0));
-                continue;
-            }
-            DecodedId::Unknown => {
-                a.undecodable += 1;
-                decoded.push((DROPPED, 0));
-                continue;
-            }
-        };
-        let upstream = ctx.upstream_of[segment as usize];
-        if !ctx
-            .harvested
-            .get(upstream as usize)
-            .copied()
-            .unwrap_or(false)
-        {
-            a.upstream_missing += 1;
-            decoded.push((DROPPED, 0));
-            continue;
+        let routed = route(ctx, snap.switch, rec.path_bf, &mut a);
+        if let Some((upstream, _)) = routed {
+            start[upstream as usize + 1] += 1;
         }
-        start[upstream as usize + 1] += 1;
-        decoded.push((upstream, segment));
+        decoded.push(routed.unwrap_or(DROPPED));
     }
     for i in 1..start.len() {
         start[i] += start[i - 1];
@@ -325,7 +304,7 @@ fn decode_dsm(ctx: &DecodeCtx, snap: &MeterSnapshot) -> ByUpstream {
     let mut next = start.clone();
     let mut order = vec![0u32; start[start.len() - 1] as usize];
     for (i, &(u, _)) in decoded.iter().enumerate() {
-        if u != DROPPED {
+        if u != DROPPED.0 {
             let slot = &mut next[u as usize];
             order[*slot as usize] = i as u32;
             *slot += 1;
@@ -348,6 +327,38 @@ fn decode_dsm(ctx: &DecodeCtx, snap: &MeterSnapshot) -> ByUpstream {
         start,
         anomalies: a,
     }
+}
+
+/// The segment a clean DSM record's pathBF names and that segment's upstream switch, if the
+/// record can be used; otherwise counts why not.
+fn route(
+    ctx: &DecodeCtx,
+    switch: SwitchIx,
+    path_bf: u32,
+    a: &mut Anomalies,
+) -> Option<(SwitchIx, SegmentId)> {
+    let segment = match ctx.codec.decode_id(switch, path_bf) {
+        DecodedId::Segment(s) => s,
+        DecodedId::Ambiguous => {
+            a.ambiguous += 1;
+            return None;
+        }
+        DecodedId::Unknown => {
+            a.undecodable += 1;
+            return None;
+        }
+    };
+    let upstream = ctx.upstream_of[segment as usize];
+    if !ctx
+        .harvested
+        .get(upstream as usize)
+        .copied()
+        .unwrap_or(false)
+    {
+        a.upstream_missing += 1;
+        return None;
+    }
+    Some((upstream, segment))
 }
 
 /// Second pass' result for one upstream switch.
