@@ -44,6 +44,34 @@ fn stages(resources: &Value) -> Vec<(u64, usize)> {
         .collect()
 }
 
+/// Totals over all stages in the categories of the paper's Table IV (count of the listed
+/// elements of each per-stage array in resources.json).
+fn table_iv(resources: &Value) -> Vec<(&'static str, usize)> {
+    let cats: [(&str, &str, &str); 8] = [
+        ("match crossbar bytes", "xbar_bytes", "bytes"),
+        ("gateways", "gateways", "gateways"),
+        ("hash bits", "hash_bits", "bits"),
+        ("stateful ALUs", "meter_alus", "meters"),
+        ("SRAM blocks", "rams", "srams"),
+        ("map RAMs", "map_rams", "maprams"),
+        ("TCAM blocks", "tcams", "tcams"),
+        ("logical table IDs", "logical_tables", "ids"),
+    ];
+    let stages = resources["resources"]["mau"]["mau_stages"]
+        .as_array()
+        .cloned()
+        .unwrap_or_default();
+    cats.iter()
+        .map(|&(name, outer, inner)| {
+            let n = stages
+                .iter()
+                .map(|s| s[outer][inner].as_array().map_or(0, Vec::len))
+                .sum();
+            (name, n)
+        })
+        .collect()
+}
+
 fn has_usage(unit: &Value) -> bool {
     unit["usages"].as_array().is_some_and(|u| !u.is_empty())
 }
@@ -87,6 +115,10 @@ fn tna_program_compiles_for_tofino1_and_resolves() {
         st.iter().map(|s| s.0 + 1).max().unwrap_or(0),
         st.iter().map(|s| s.1).collect::<Vec<_>>()
     );
+
+    for (name, n) in table_iv(&resources) {
+        eprintln!("tna_compile: {name}: {n}");
+    }
 
     let bfrt = std::fs::read(dir.path().join("bfrt.json")).expect("bfrt.json");
     let tables = CanaryTables::resolve(&bfrt).expect("the BF-RT client resolves the program");
