@@ -1,9 +1,13 @@
-/* Canary data plane for TNA (Tofino). Same controls, tables, registers and order as
- * v1model/canary.p4; see that file for the pipeline. Differences: hashes are Hash externs with
- * the Rust model's CRC parameters, the HH digest is packed by the ingress deparser, the ECMP
- * member's multiplication and remainder are table lookups the controller fills (same member as
- * v1model, tna/forwarding.p4), HashPipe stages 1-2 decide on a CRC-32 fingerprint
- * (tna/hashpipe.p4). NOT COMPILED in this repository (no bf-p4c available). */
+/* Canary data plane for TNA (Tofino). Same controls, tables and order as v1model/canary.p4; see
+ * that file for the pipeline. Differences, each forced by Tofino 1's resources:
+ *  - hashes are Hash externs with the Rust model's CRC parameters;
+ *  - the HH digest is packed by the ingress deparser;
+ *  - the ECMP member's multiplication and remainder are table lookups the controller fills
+ *    (the same member as v1model, tna/forwarding.p4);
+ *  - a meter bucket holds the controller-assigned ID of the rule that owns it, and both parity
+ *    instances share one register (tna/meter_row.p4); HashPipe is keyed by a CRC-32 fingerprint
+ *    (tna/hashpipe.p4). 18 stateful ALUs, where a literal port of v1model needs 105 and
+ *    Tofino 1 has 48 (docs/dataplane.md). */
 #include <core.p4>
 #include <tna.p4>
 

@@ -1,43 +1,68 @@
-/* TNA building blocks of a meter row (one RegisterAction per register per packet).
- * METER_KEY_CHUNK declares one flow-ID chunk register with its two RegisterActions:
- * `_store` (write the packet's value into an empty bucket) and `_differs` (return 1 when the
- * resident value differs from the packet's). Same register names as v1model/. */
-#define METER_KEY_CHUNK(T, NAME, FIELD)                                           \
-    Register<T, bit<10>>(METER_WIDTH, 0) NAME##_reg;                              \
-    RegisterAction<T, bit<10>, bit<1>>(NAME##_reg) NAME##_store = {               \
-        void apply(inout T v) { v = FIELD; }                                      \
-    };                                                                            \
-    RegisterAction<T, bit<10>, bit<1>>(NAME##_reg) NAME##_differs = {             \
-        void apply(inout T v, out bit<1> rv) {                                    \
-            rv = 0;                                                               \
-            if (v != FIELD) { rv = 1; }                                           \
-        }                                                                         \
+/* One row of a meter on TNA (Tofino 1 budget: one stateful ALU per register, 48 in all).
+ *
+ * A bucket is one index of two registers, and both parity instances share them: the index is
+ * `parity ++ column`, so the cells [p * METER_WIDTH, (p + 1) * METER_WIDTH) are parity p's.
+ *   id_reg     the ID of the rule (USM: flow; DSM: flow and pathBF) that owns the bucket, 0 =
+ *              empty. The controller gives every usm_table / dsm_table rule an ID of its own
+ *              (`usm_count(id)`, `dsm_hit(id)`), stable while the rule can have packets in the
+ *              meters, and maps IDs back to flows when it harvests (control/switch/src/rule_ids.rs).
+ *              Only packets that hit a rule reach a meter, so "same ID" is "same flow" (and same
+ *              pathBF): the bucket compares 32 bits where v1model compares 104 (+32).
+ *   state_reg  {dirty, count}.
+ * Per packet: empty -> take the ID; another ID -> mismatch. Then a clean bucket counts the
+ * packet, and a mismatch also dirties it (the first mismatching packet is counted); a dirty
+ * bucket never changes. This is canary_core::sketch::{Usm,Dsm}Bucket::update_n(.., 1), with the
+ * flow ID replaced by its rule ID. */
+struct meter_state_t {
+    bit<32> dirty;
+    bit<32> count;
+}
+
+control MeterRow(in bit<32> id, in bit<11> idx) {
+    Register<bit<32>, bit<11>>(2 * METER_WIDTH, 0) id_reg;
+    RegisterAction<bit<32>, bit<11>, bit<1>>(id_reg) id_claim = {
+        void apply(inout bit<32> v, out bit<1> mismatch) {
+            mismatch = 0;
+            if (v == 0) {
+                v = id;
+            } else if (v != id) {
+                mismatch = 1;
+            }
+        }
     };
-
-#define METER_CHUNK_APPLY(NAME)                                                   \
-    if (used == 0) { NAME##_store.execute(idx); }                                 \
-    else { mismatch = mismatch | NAME##_differs.execute(idx); }
-
-/* used_reg, dirty_reg and count_reg with their actions. */
-#define METER_STATE_REGS                                                          \
-    Register<bit<1>, bit<10>>(METER_WIDTH, 0) used_reg;                           \
-    RegisterAction<bit<1>, bit<10>, bit<1>>(used_reg) used_test_and_set = {       \
-        void apply(inout bit<1> v, out bit<1> rv) { rv = v; v = 1; }              \
-    };                                                                            \
-    Register<bit<1>, bit<10>>(METER_WIDTH, 0) dirty_reg;                          \
-    RegisterAction<bit<1>, bit<10>, bit<1>>(dirty_reg) dirty_test_and_set = {     \
-        void apply(inout bit<1> v, out bit<1> rv) { rv = v; v = 1; }              \
-    };                                                                            \
-    RegisterAction<bit<1>, bit<10>, bit<1>>(dirty_reg) dirty_read = {             \
-        void apply(inout bit<1> v, out bit<1> rv) { rv = v; }                     \
-    };                                                                            \
-    Register<bit<32>, bit<10>>(METER_WIDTH, 0) count_reg;                         \
-    RegisterAction<bit<32>, bit<10>, bit<32>>(count_reg) count_increment = {      \
-        void apply(inout bit<32> v) { v = v + 1; }                                \
+    Register<meter_state_t, bit<11>>(2 * METER_WIDTH, {0, 0}) state_reg;
+    RegisterAction<meter_state_t, bit<11>, bit<1>>(state_reg) count_clean = {
+        void apply(inout meter_state_t v) {
+            if (v.dirty == 0) {
+                v.count = v.count + 1;
+            }
+        }
     };
+    RegisterAction<meter_state_t, bit<11>, bit<1>>(state_reg) count_and_dirty = {
+        void apply(inout meter_state_t v) {
+            if (v.dirty == 0) {
+                v.count = v.count + 1;
+                v.dirty = 1;
+            }
+        }
+    };
+    apply {
+        if (id_claim.execute(idx) == 1) {
+            count_and_dirty.execute(idx);
+        } else {
+            count_clean.execute(idx);
+        }
+    }
+}
 
-#define METER_STATE_APPLY                                                         \
-    bit<1> dirty;                                                                 \
-    if (mismatch == 1) { dirty = dirty_test_and_set.execute(idx); }               \
-    else { dirty = dirty_read.execute(idx); }                                     \
-    if (dirty == 0) { count_increment.execute(idx); }
+/* A meter (USM or DSM): three rows indexed as defines.p4 says, in the instance of `parity`. */
+control CanaryMeter(in bit<32> id, in bit<1> parity, in bit<32> c32, in bit<16> c16) {
+    MeterRow() row0;
+    MeterRow() row1;
+    MeterRow() row2;
+    apply {
+        row0.apply(id, parity ++ c32[9:0]);
+        row1.apply(id, parity ++ c32[31:22]);
+        row2.apply(id, parity ++ c16[9:0]);
+    }
+}

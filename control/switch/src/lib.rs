@@ -10,6 +10,8 @@
 //! * [`switches`]: the switches file (endpoints and ports), checked against the topology.
 //! * [`forwarding`]: routes and ECMP groups derived from the topology.
 //! * [`bmv2_fabric`]: the `Fabric` the controller runs on, over BMv2 switches.
+//! * [`rule_ids`], [`tna_meters`]: the rule IDs the TNA meters store, and the meters' TNA
+//!   register layout and decode.
 //! * [`bfrt`]: a BF Runtime client for the TNA program on Tofino (names resolved from bfrt.json).
 
 pub mod bfrt;
@@ -20,4 +22,6 @@ pub mod forwarding;
 pub mod p4info;
 pub mod p4rt;
 pub mod program;
+pub mod rule_ids;
 pub mod switches;
+pub mod tna_meters;

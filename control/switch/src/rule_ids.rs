@@ -1,0 +1,203 @@
+//! The rule IDs the TNA meters store instead of flow IDs (`p4src/tna/meter_row.p4`).
+//!
+//! Every USM rule (a flow) and DSM rule (a flow and a pathBF) installed on a Tofino switch
+//! carries an ID of its own as its action parameter, and a meter bucket holds the ID of the rule
+//! whose packets took it. The harvest maps IDs back to flows. For that to equal the v1model
+//! meters, which store the flow itself:
+//! * one rule key has one ID while a bucket may hold it: re-installing a rule that was removed
+//!   gives it back its old ID while that ID can still be in the meters;
+//! * no two keys share an ID at any time a bucket may hold either;
+//! * a removed rule's ID stays decodable until both parity halves have been cleared since: two
+//!   harvests (each clears one parity), since no packet takes the ID once the rule is gone.
+//!
+//! IDs are per switch (each switch's buckets hold its own rules' IDs), from 1 (0 is an empty
+//! bucket) upwards, wrapping past `u32::MAX` and skipping IDs still held.
+
+use std::collections::HashMap;
+
+use canary_core::FlowId;
+
+/// What a rule matches: the key of a `usm_table` or `dsm_table` entry.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum RuleKey {
+    Usm(FlowId),
+    Dsm(FlowId, u32),
+}
+
+/// Harvests a removed rule's ID survives: one per parity half.
+const RETIRE_AFTER_HARVESTS: u8 = 2;
+
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("all {held} rule IDs are held by installed or recently removed rules")]
+pub struct RuleIdsExhausted {
+    pub held: usize,
+}
+
+/// The IDs of one switch's meter rules.
+#[derive(Clone, Debug)]
+pub struct RuleIds {
+    next: u32,
+    /// Installed rules.
+    live: HashMap<RuleKey, u32>,
+    /// Removed rules whose ID a bucket may still hold: (ID, harvests left).
+    retiring: HashMap<RuleKey, (u32, u8)>,
+    /// Every ID a bucket may hold, live or retiring.
+    by_id: HashMap<u32, RuleKey>,
+}
+
+impl Default for RuleIds {
+    fn default() -> Self {
+        Self::starting_at(1)
+    }
+}
+
+impl RuleIds {
+    /// An empty table whose first fresh ID is `first` (tests start near `u32::MAX`).
+    pub fn starting_at(first: u32) -> Self {
+        RuleIds {
+            next: first.max(1),
+            live: HashMap::new(),
+            retiring: HashMap::new(),
+            by_id: HashMap::new(),
+        }
+    }
+
+    /// The ID for installing `key`: its current one if installed or retiring, else a fresh one.
+    pub fn install(&mut self, key: RuleKey) -> Result<u32, RuleIdsExhausted> {
+        if let Some(&id) = self.live.get(&key) {
+            return Ok(id);
+        }
+        if let Some((id, _)) = self.retiring.remove(&key) {
+            self.live.insert(key, id);
+            return Ok(id);
+        }
+        let id = self.fresh()?;
+        self.live.insert(key, id);
+        self.by_id.insert(id, key);
+        Ok(id)
+    }
+
+    fn fresh(&mut self) -> Result<u32, RuleIdsExhausted> {
+        if self.by_id.len() >= u32::MAX as usize {
+            return Err(RuleIdsExhausted {
+                held: self.by_id.len(),
+            });
+        }
+        loop {
+            let id = self.next;
+            self.next = self.next.checked_add(1).unwrap_or(1);
+            if !self.by_id.contains_key(&id) {
+                return Ok(id);
+            }
+        }
+    }
+
+    /// `key`'s rule was removed: its ID stays decodable for [`RETIRE_AFTER_HARVESTS`] harvests.
+    /// Returns the ID, or `None` for a key that was not installed.
+    pub fn remove(&mut self, key: &RuleKey) -> Option<u32> {
+        let id = self.live.remove(key)?;
+        self.retiring.insert(*key, (id, RETIRE_AFTER_HARVESTS));
+        Some(id)
+    }
+
+    /// The ID of an installed rule.
+    pub fn id(&self, key: &RuleKey) -> Option<u32> {
+        self.live.get(key).copied()
+    }
+
+    /// The rule an ID in a bucket stands for.
+    pub fn key(&self, id: u32) -> Option<RuleKey> {
+        self.by_id.get(&id).copied()
+    }
+
+    /// One parity half was harvested and cleared: retiring IDs age, and those no bucket can
+    /// hold any more are freed.
+    pub fn harvested(&mut self) {
+        let by_id = &mut self.by_id;
+        self.retiring.retain(|_, (id, left)| {
+            *left -= 1;
+            if *left == 0 {
+                by_id.remove(id);
+            }
+            *left > 0
+        });
+    }
+
+    /// IDs a bucket may hold (installed and retiring rules).
+    pub fn held(&self) -> usize {
+        self.by_id.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn flow(n: u32) -> FlowId {
+        FlowId {
+            src: n,
+            dst: 0x0a00_0001,
+            proto: 6,
+            sport: 1000,
+            dport: 80,
+        }
+    }
+
+    #[test]
+    fn ids_start_at_one_and_are_distinct_per_key() {
+        let mut ids = RuleIds::default();
+        let a = ids.install(RuleKey::Usm(flow(1))).unwrap();
+        let b = ids.install(RuleKey::Dsm(flow(1), 7)).unwrap();
+        let c = ids.install(RuleKey::Dsm(flow(1), 8)).unwrap();
+        assert_eq!((a, b, c), (1, 2, 3));
+        assert_eq!(ids.install(RuleKey::Usm(flow(1))).unwrap(), a, "idempotent");
+        assert_eq!(ids.key(b), Some(RuleKey::Dsm(flow(1), 7)));
+        assert_eq!(ids.key(0), None, "0 is an empty bucket");
+    }
+
+    #[test]
+    fn removed_id_decodes_for_two_harvests_and_comes_back_on_reinstall() {
+        let mut ids = RuleIds::default();
+        let k = RuleKey::Usm(flow(1));
+        let id = ids.install(k).unwrap();
+        assert_eq!(ids.remove(&k), Some(id));
+        assert_eq!(ids.id(&k), None, "no longer installed");
+        ids.harvested();
+        assert_eq!(ids.key(id), Some(k), "the other parity half may still hold it");
+        // Re-installed while retiring: the same ID, so buckets from before and after agree.
+        assert_eq!(ids.install(k).unwrap(), id);
+        ids.harvested();
+        ids.harvested();
+        assert_eq!(ids.key(id), Some(k), "live again: never expires");
+        ids.remove(&k);
+        ids.harvested();
+        ids.harvested();
+        assert_eq!(ids.key(id), None, "both halves cleared since the removal");
+        assert_eq!(ids.held(), 0);
+        assert_ne!(ids.install(k).unwrap(), id, "a fresh ID after expiry");
+    }
+
+    #[test]
+    fn wraps_past_max_skipping_held_ids_and_zero() {
+        let mut ids = RuleIds::starting_at(u32::MAX - 1);
+        let a = ids.install(RuleKey::Usm(flow(1))).unwrap();
+        let b = ids.install(RuleKey::Usm(flow(2))).unwrap();
+        assert_eq!((a, b), (u32::MAX - 1, u32::MAX));
+        let c = ids.install(RuleKey::Usm(flow(3))).unwrap();
+        assert_eq!(c, 1, "wraps to 1, never 0");
+        // Hold 2 and 3, free 1, and wrap again: the next fresh ID skips the held ones.
+        let d = ids.install(RuleKey::Usm(flow(4))).unwrap();
+        let e = ids.install(RuleKey::Usm(flow(5))).unwrap();
+        assert_eq!((d, e), (2, 3));
+        ids.next = 1;
+        assert_eq!(ids.install(RuleKey::Usm(flow(6))).unwrap(), 4);
+    }
+
+    #[test]
+    fn removing_an_unknown_rule_changes_nothing() {
+        let mut ids = RuleIds::default();
+        assert_eq!(ids.remove(&RuleKey::Usm(flow(9))), None);
+        ids.harvested();
+        assert_eq!(ids.held(), 0);
+    }
+}
