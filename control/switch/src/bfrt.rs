@@ -37,6 +37,8 @@ use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
 
 use crate::bmv2_meters::{HarvestError, LayoutError};
+use crate::rule_ids::{RuleIds, RuleIdsExhausted};
+use crate::tna_meters::RowCells;
 
 mod tables;
 
@@ -51,6 +53,8 @@ pub const ALL: u32 = 0xff;
 pub const SYNC_REGISTERS: &str = "SyncRegisters";
 /// Key field of every register table.
 pub const REGISTER_INDEX: &str = "$REGISTER_INDEX";
+/// Updates per Write when clearing a parity half (12 registers × 1 024 cells on Tofino 1).
+pub const MAX_UPDATES_PER_WRITE: usize = 4096;
 
 /// Why `bfrt.json` and Canary disagree. Each variant names the table, action or field.
 #[derive(Debug, thiserror::Error)]
@@ -87,8 +91,12 @@ pub enum ResolveError {
         param: String,
         has: Vec<String>,
     },
-    #[error("register table {table}: expected one value field, found {has:?}")]
-    RegisterData { table: String, has: Vec<String> },
+    #[error("register table {table}: value fields {has:?}, Canary reads {want:?}")]
+    RegisterData {
+        table: String,
+        want: String,
+        has: Vec<String>,
+    },
     #[error("no learn filter *.{name} in bfrt.json (has {has:?})")]
     NoLearnFilter { name: String, has: Vec<String> },
     #[error("learn filter {filter}: no field {field} (has {has:?})")]
@@ -151,6 +159,11 @@ pub enum BfrtError {
     },
     #[error("switch {switch}: {source}")]
     Value { switch: String, source: ValueError },
+    #[error("switch {switch}: {source}")]
+    RuleIds {
+        switch: String,
+        source: RuleIdsExhausted,
+    },
     #[error("switch {switch}, pipe {pipe}: {source}")]
     Harvest {
         switch: String,
@@ -189,11 +202,28 @@ pub struct BfrtConfig {
     pub timeout: Duration,
 }
 
-/// The values of one register table: `pipes[p][i]` is cell `i` in pipe `p`.
+/// The values of one register table: per value field (member), `pipes[p][i]` is cell `i` in
+/// pipe `p`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterValues {
     pub register: String,
-    pub pipes: Vec<Vec<u64>>,
+    /// (member, pipes), in the order of [`RegisterTable::values`].
+    pub fields: Vec<(String, Vec<Vec<u64>>)>,
+}
+
+impl RegisterValues {
+    /// Member `member`'s per-pipe cells (`f1` for a scalar register).
+    pub fn field(&self, member: &str) -> Option<&[Vec<u64>]> {
+        self.fields
+            .iter()
+            .find(|(m, _)| m == member)
+            .map(|(_, p)| p.as_slice())
+    }
+
+    /// How many pipes the read returned.
+    pub fn pipes(&self) -> usize {
+        self.fields.first().map_or(0, |(_, p)| p.len())
+    }
 }
 
 /// A subscribed BF-RT client of one switch.
@@ -203,6 +233,8 @@ pub struct BfrtClient {
     stream_tx: mpsc::Sender<StreamMessageRequest>,
     stream_rx: tonic::Streaming<StreamMessageResponse>,
     tables: Option<CanaryTables>,
+    /// The IDs of the USM and DSM rules this client installed (`p4src/tna/meter_row.p4`).
+    rule_ids: RuleIds,
 }
 
 impl BfrtClient {
@@ -252,6 +284,7 @@ impl BfrtClient {
             stream_tx,
             stream_rx,
             tables: None,
+            rule_ids: RuleIds::default(),
         };
         let deadline = tokio::time::Instant::now() + client.cfg.timeout;
         loop {
@@ -354,20 +387,36 @@ impl BfrtClient {
         within(&self.cfg, "Write", rpc.write(req)).await.map(drop)
     }
 
-    /// Applies rule changes in one Write.
+    /// Applies rule changes in one Write. USM and DSM installs get their rule's ID
+    /// ([`RuleIds`]); removals retire it. A removal is retired even if the switch then refuses
+    /// the delete: a bucket holding it after two harvests fails the harvest loudly (unknown
+    /// ID) rather than being decoded as another flow.
     pub async fn apply(&mut self, ops: &[RuleOp]) -> Result<()> {
-        let updates = {
-            let t = self.tables()?;
-            ops.iter()
-                .map(|op| {
-                    t.rule_update(op).map_err(|source| BfrtError::Value {
-                        switch: self.cfg.switch.clone(),
-                        source,
-                    })
-                })
-                .collect::<Result<Vec<_>>>()?
-        };
+        self.tables()?;
+        let mut updates = Vec::with_capacity(ops.len());
+        for op in ops {
+            let id = self
+                .rule_ids
+                .for_op(op)
+                .map_err(|source| BfrtError::RuleIds {
+                    switch: self.cfg.switch.clone(),
+                    source,
+                })?;
+            let t = self.tables.as_ref().expect("bound above");
+            let u = t
+                .rule_update(op, id.unwrap_or(0))
+                .map_err(|source| BfrtError::Value {
+                    switch: self.cfg.switch.clone(),
+                    source,
+                })?;
+            updates.push(u);
+        }
         self.write(updates).await
+    }
+
+    /// The rule IDs this client assigned.
+    pub fn rule_ids(&self) -> &RuleIds {
+        &self.rule_ids
     }
 
     /// Makes the switch count and mark in `parity` (and sets its monitor flag and mask).
@@ -433,10 +482,8 @@ impl BfrtClient {
             register: r.name.clone(),
             message,
         };
-        let value = r
-            .value
-            .ok_or_else(|| err("holds a pair; Canary does not read it".into()))?;
-        let mut pipes: Vec<Vec<u64>> = Vec::new();
+        // [field][pipe][index]
+        let mut cells: Vec<Vec<Vec<u64>>> = vec![Vec::new(); r.values.len()];
         let mut seen = vec![false; r.size];
         for te in entries {
             let index = match &te.value {
@@ -454,31 +501,33 @@ impl BfrtClient {
             if index >= r.size || std::mem::replace(&mut seen[index], true) {
                 return Err(err(format!("index {index} out of range or repeated")));
             }
-            let values: Vec<u64> = te
-                .data
-                .iter()
-                .flat_map(|d| &d.fields)
-                .filter(|f| f.field_id == value.id)
-                .map(|f| match &f.value {
-                    Some(data_field::Value::Stream(b)) if b.len() <= 8 => Ok(be_value(b)),
-                    other => Err(err(format!("index {index}: value {other:?}"))),
-                })
-                .collect::<Result<_>>()?;
-            if pipes.is_empty() {
-                if values.is_empty() {
-                    return Err(err(format!("index {index}: no value")));
+            for ((member, field), pipes) in r.values.iter().zip(&mut cells) {
+                let values: Vec<u64> = te
+                    .data
+                    .iter()
+                    .flat_map(|d| &d.fields)
+                    .filter(|f| f.field_id == field.id)
+                    .map(|f| match &f.value {
+                        Some(data_field::Value::Stream(b)) if b.len() <= 8 => Ok(be_value(b)),
+                        other => Err(err(format!("index {index}, {member}: value {other:?}"))),
+                    })
+                    .collect::<Result<_>>()?;
+                if pipes.is_empty() {
+                    if values.is_empty() {
+                        return Err(err(format!("index {index}: no value of {member}")));
+                    }
+                    *pipes = vec![vec![0; r.size]; values.len()];
                 }
-                pipes = vec![vec![0; r.size]; values.len()];
-            }
-            if values.len() != pipes.len() {
-                return Err(err(format!(
-                    "index {index}: {} values, earlier entries had {} (one per pipe)",
-                    values.len(),
-                    pipes.len()
-                )));
-            }
-            for (p, v) in values.into_iter().enumerate() {
-                pipes[p][index] = v;
+                if values.len() != pipes.len() {
+                    return Err(err(format!(
+                        "index {index}, {member}: {} values, earlier entries had {} (one per pipe)",
+                        values.len(),
+                        pipes.len()
+                    )));
+                }
+                for (p, v) in values.into_iter().enumerate() {
+                    pipes[p][index] = v;
+                }
             }
         }
         if let Some(missing) = seen.iter().position(|s| !s) {
@@ -489,7 +538,7 @@ impl BfrtClient {
         }
         Ok(RegisterValues {
             register: r.name.clone(),
-            pipes,
+            fields: r.values.iter().map(|(m, _)| m.clone()).zip(cells).collect(),
         })
     }
 
@@ -501,33 +550,24 @@ impl BfrtClient {
         self.write(updates).await
     }
 
-    /// The end of an epoch on this switch: reads the `parity` meters (one snapshot per pipe),
-    /// then clears them and HashPipe. Nothing is cleared unless every pipe decoded.
+    /// The end of an epoch on this switch: reads the meters (one snapshot of `parity` per
+    /// pipe), then zeroes `parity`'s half of every meter register and all of HashPipe, in
+    /// Writes of at most [`MAX_UPDATES_PER_WRITE`] updates. Nothing is cleared unless every
+    /// pipe decoded. The other parity's half, still counting in-flight packets, is not touched.
     pub async fn harvest(
         &mut self,
         switch: SwitchIx,
         parity: Parity,
     ) -> Result<Vec<MeterSnapshot>> {
         let layout = self.tables()?.layout.clone();
-        let names: Vec<&str> = layout
-            .meter_names(parity)
-            .iter()
-            .map(String::as_str)
-            .collect();
+        let names: Vec<&str> = layout.meter_names().iter().map(String::as_str).collect();
         let values = self.read_registers(&names).await?;
-        let pipes = values.first().map_or(0, |v| v.pipes.len());
+        let pipes = values.first().map_or(0, RegisterValues::pipes);
         let mut snapshots = Vec::with_capacity(pipes);
         for p in 0..pipes {
-            let arrays: Vec<Vec<i64>> = values
-                .iter()
-                .map(|v| {
-                    v.pipes
-                        .get(p)
-                        .map_or_else(Vec::new, |a| a.iter().map(|&x| x as i64).collect())
-                })
-                .collect();
+            let rows = self.row_cells(&values, p)?;
             let snap = layout
-                .decode(&self.cfg.switch, switch, parity, &arrays)
+                .decode(&self.cfg.switch, switch, parity, &rows, &self.rule_ids)
                 .map_err(|source| BfrtError::Harvest {
                     switch: self.cfg.switch.clone(),
                     pipe: p,
@@ -535,8 +575,50 @@ impl BfrtClient {
                 })?;
             snapshots.push(snap);
         }
-        self.clear_registers(&layout.reset_names(parity)).await?;
+        let mut clears = Vec::new();
+        {
+            let t = self.tables()?;
+            for name in layout.meter_names() {
+                let reg = t.register(name).expect("resolved with the layout");
+                let cells = layout
+                    .parity_cells_of(name, parity)
+                    .expect("a meter register");
+                clears.extend(t.clear_cells_updates(reg, cells));
+            }
+            for name in layout.hashpipe_names() {
+                clears.push(t.clear_update(t.register(name).expect("resolved with the layout")));
+            }
+        }
+        for chunk in clears.chunks(MAX_UPDATES_PER_WRITE) {
+            self.write(chunk.to_vec()).await?;
+        }
+        self.rule_ids.harvested();
         Ok(snapshots)
+    }
+
+    /// Pipe `p`'s cells of every meter row, from `values` read in the layout's order
+    /// ([`crate::tna_meters::ROW_REGISTERS`] per row: `id_reg`, `state_reg`).
+    fn row_cells(&self, values: &[RegisterValues], p: usize) -> Result<Vec<RowCells>> {
+        let pick = |v: &RegisterValues, member: &str| -> Result<Vec<u64>> {
+            v.field(member)
+                .and_then(|pipes| pipes.get(p))
+                .cloned()
+                .ok_or_else(|| BfrtError::Register {
+                    switch: self.cfg.switch.clone(),
+                    register: v.register.clone(),
+                    message: format!("no {member} for pipe {p}"),
+                })
+        };
+        values
+            .chunks(2)
+            .map(|pair| {
+                Ok(RowCells {
+                    id: pick(&pair[0], "f1")?,
+                    dirty: pick(&pair[1], "dirty")?,
+                    count: pick(&pair[1], "count")?,
+                })
+            })
+            .collect()
     }
 
     /// The next HH digest list within `wait` (acknowledged to the switch), decoded into

@@ -15,6 +15,7 @@
 
 use std::collections::HashMap;
 
+use canary_core::fabric::RuleOp;
 use canary_core::FlowId;
 
 /// What a rule matches: the key of a `usm_table` or `dsm_table` entry.
@@ -100,6 +101,26 @@ impl RuleIds {
         Some(id)
     }
 
+    /// What `op` does to the IDs: a USM or DSM install gets its ID (`Some`), a removal retires
+    /// it; HH rules carry none.
+    pub fn for_op(&mut self, op: &RuleOp) -> Result<Option<u32>, RuleIdsExhausted> {
+        match *op {
+            RuleOp::InstallUsm { flow, .. } => self.install(RuleKey::Usm(flow)).map(Some),
+            RuleOp::InstallDsm { flow, path_bf, .. } => {
+                self.install(RuleKey::Dsm(flow, path_bf)).map(Some)
+            }
+            RuleOp::RemoveUsm { flow, .. } => {
+                self.remove(&RuleKey::Usm(flow));
+                Ok(None)
+            }
+            RuleOp::RemoveDsm { flow, path_bf, .. } => {
+                self.remove(&RuleKey::Dsm(flow, path_bf));
+                Ok(None)
+            }
+            RuleOp::InstallHh { .. } | RuleOp::RemoveHh { .. } => Ok(None),
+        }
+    }
+
     /// The ID of an installed rule.
     pub fn id(&self, key: &RuleKey) -> Option<u32> {
         self.live.get(key).copied()
@@ -163,7 +184,11 @@ mod tests {
         assert_eq!(ids.remove(&k), Some(id));
         assert_eq!(ids.id(&k), None, "no longer installed");
         ids.harvested();
-        assert_eq!(ids.key(id), Some(k), "the other parity half may still hold it");
+        assert_eq!(
+            ids.key(id),
+            Some(k),
+            "the other parity half may still hold it"
+        );
         // Re-installed while retiring: the same ID, so buckets from before and after agree.
         assert_eq!(ids.install(k).unwrap(), id);
         ids.harvested();

@@ -88,7 +88,10 @@ fn classify(name: &str) -> Result<Option<Slot>, LayoutError> {
                 "{HASHPIPE_CONTROL}.stage<n>.{{{}}}_reg",
                 HASHPIPE_REGISTERS.join(",")
             ),
-            c => format!("{c}.{METER_INSTANCE}.row<n>.{{{}}}_reg", ROW_REGISTERS.join(",")),
+            c => format!(
+                "{c}.{METER_INSTANCE}.row<n>.{{{}}}_reg",
+                ROW_REGISTERS.join(",")
+            ),
         },
     })
 }
@@ -326,13 +329,16 @@ impl RowAt<'_> {
 
     /// (rule, dirty, count) of the bucket in cell `col`, `None` if empty. An empty bucket's
     /// state is not looked at: the data plane changes it only with the ID.
-    fn bucket(&self, col: usize, ids: &RuleIds) -> Result<Option<(RuleKey, bool, u32)>, HarvestError> {
+    fn bucket(
+        &self,
+        col: usize,
+        ids: &RuleIds,
+    ) -> Result<Option<(RuleKey, bool, u32)>, HarvestError> {
         let id = self.row.id[col];
         if id == 0 {
             return Ok(None);
         }
-        let id32 =
-            u32::try_from(id).map_err(|_| self.bad(0, col, id as i64, "32-bit rule ID"))?;
+        let id32 = u32::try_from(id).map_err(|_| self.bad(0, col, id as i64, "32-bit rule ID"))?;
         let key = ids
             .key(id32)
             .ok_or_else(|| self.bad(0, col, id as i64, "rule ID this controller assigned"))?;

@@ -1,7 +1,7 @@
 //! The BF-RT client at the message level, against an in-process BF-RT server on a loopback
 //! socket that records every request and answers like bf_switchd: subscribe acknowledgement,
-//! BIND, the program's bfrt.json, register tables (one value per pipe, cleared by a keyless
-//! DELETE), digests on the stream.
+//! BIND, the program's bfrt.json, register tables (per value field one value per pipe; a keyless
+//! DELETE clears a table, a MODIFY of an index writes it), digests on the stream.
 //!
 //! bfrt.json here is written by hand from p4src/tna (no bf-p4c in this repository): table,
 //! action, field and register names as the TNA program declares them, ids made up.
@@ -19,6 +19,7 @@ use canary_core::fabric::{Parity, RuleOp};
 use canary_core::sketch::{FlowHashes, MeterConfig, Usm};
 use canary_core::FlowId;
 use canary_switch::bfrt::{BfrtClient, BfrtConfig, BfrtError, CanaryTables, ResolveError};
+use canary_switch::rule_ids::RuleKey;
 use serde_json::{json, Value};
 use std::collections::HashMap;
 use std::pin::Pin;
@@ -98,59 +99,40 @@ const HH_WATCH: u32 = 0x2000_0023;
 const SET_CONFIG: u32 = 0x2000_0024;
 const DIGEST_ID: u32 = 0x0300_0031;
 
-const USM_FIELDS: [(&str, u32); 7] = [
-    ("used", 1),
-    ("src_addr", 32),
-    ("dst_addr", 32),
-    ("ports", 32),
-    ("protocol", 8),
-    ("dirty", 1),
-    ("count", 32),
-];
-
 /// A register table: (name, id, size, value fields with their widths).
 type Reg = (String, u32, usize, Vec<(&'static str, u32)>);
 
-/// Every register of the TNA program.
+/// Every register of the TNA program: per meter row `id_reg` and the pair `state_reg`, both
+/// parities in one register (2 × WIDTH cells); per HashPipe stage `fp_reg` and `count_reg`
+/// (a pair {fp, count} in stages 1-2).
 fn registers() -> Vec<Reg> {
     let mut out = Vec::new();
     let mut id = 0x0800_0000;
     for meter in ["upstream_meter", "downstream_meter"] {
-        for p in 0..2 {
-            for r in 0..3 {
-                let mut fields = USM_FIELDS.to_vec();
-                if meter == "downstream_meter" {
-                    fields.push(("path_bf", 32));
-                }
-                for (f, w) in fields {
-                    id += 1;
-                    out.push((
-                        format!("pipe.CanaryIngress.{meter}.parity{p}.row{r}.{f}_reg"),
-                        id,
-                        WIDTH,
-                        vec![("f1", w)],
-                    ));
-                }
+        for r in 0..3 {
+            for (f, fields) in [
+                ("id", vec![("f1", 32)]),
+                ("state", vec![("dirty", 32), ("count", 32)]),
+            ] {
+                id += 1;
+                out.push((
+                    format!("pipe.CanaryIngress.{meter}.meter.row{r}.{f}_reg"),
+                    id,
+                    2 * WIDTH,
+                    fields,
+                ));
             }
         }
     }
     for s in 0..3 {
-        for (f, w) in [
-            ("src_addr", 32),
-            ("dst_addr", 32),
-            ("ports", 32),
-            ("protocol", 8),
-        ] {
-            id += 1;
-            out.push((
-                format!("pipe.CanaryIngress.hashpipe.stage{s}.{f}_reg"),
-                id,
-                32,
-                vec![("f1", w)],
-            ));
-        }
         id += 1;
-        // Stages 1-2 keep {fp, count} pairs on TNA.
+        out.push((
+            format!("pipe.CanaryIngress.hashpipe.stage{s}.fp_reg"),
+            id,
+            32,
+            vec![("f1", 32)],
+        ));
+        id += 1;
         let count = if s == 0 {
             vec![("f1", 32)]
         } else {
@@ -175,7 +157,11 @@ fn bfrt_json() -> Value {
             DSM_ID,
             dsm_keys,
             vec![
-                action("CanaryIngress.downstream_meter.dsm_hit", DSM_HIT, vec![]),
+                action(
+                    "CanaryIngress.downstream_meter.dsm_hit",
+                    DSM_HIT,
+                    vec![bytes("id", 1, 32)],
+                ),
                 action("NoAction", 0x2000_0001, vec![]),
             ],
         ),
@@ -184,7 +170,11 @@ fn bfrt_json() -> Value {
             USM_ID,
             flow_keys(),
             vec![
-                action("CanaryIngress.upstream_meter.usm_count", USM_COUNT, vec![]),
+                action(
+                    "CanaryIngress.upstream_meter.usm_count",
+                    USM_COUNT,
+                    vec![bytes("id", 1, 32)],
+                ),
                 action("NoAction", 0x2000_0001, vec![]),
             ],
         ),
@@ -261,9 +251,10 @@ enum Seen {
 #[derive(Default)]
 struct State {
     seen: Vec<Seen>,
-    /// Register table id -> [pipe][index].
-    regs: HashMap<u32, Vec<Vec<u64>>>,
-    widths: HashMap<u32, usize>,
+    /// Register table id -> [value field][pipe][index].
+    regs: HashMap<u32, Vec<Vec<Vec<u64>>>>,
+    /// Register table id -> bytes of each value field.
+    widths: HashMap<u32, Vec<usize>>,
     stream: Option<mpsc::Sender<Result<StreamMessageResponse, Status>>>,
 }
 
@@ -287,10 +278,34 @@ impl bf_runtime_server::BfRuntime for FakeSwitch {
             else {
                 continue;
             };
+            let Some(r) = st.regs.get_mut(&te.table_id) else {
+                continue;
+            };
             // A keyless DELETE of a register table zeroes it, like tableClear.
             if u.r#type == update::Type::Delete as i32 && te.value.is_none() {
-                if let Some(r) = st.regs.get_mut(&te.table_id) {
-                    r.iter_mut().for_each(|p| p.fill(0));
+                r.iter_mut().flatten().for_each(|p| p.fill(0));
+            }
+            // A MODIFY of one index writes its value fields in every pipe (target: all pipes).
+            if u.r#type == update::Type::Modify as i32 {
+                let Some(table_entry::Value::Key(k)) = &te.value else {
+                    return Err(Status::invalid_argument("register MODIFY without a key"));
+                };
+                let index = match &k.fields[..] {
+                    [KeyField {
+                        field_id: 65556,
+                        match_type: Some(key_field::MatchType::Exact(e)),
+                    }] => e.value.iter().fold(0usize, |a, &b| a << 8 | usize::from(b)),
+                    other => return Err(Status::invalid_argument(format!("key {other:?}"))),
+                };
+                for d in te.data.iter().flat_map(|d| &d.fields) {
+                    let Some(data_field::Value::Stream(b)) = &d.value else {
+                        return Err(Status::invalid_argument("register value not bytes"));
+                    };
+                    let v = b.iter().fold(0u64, |a, &x| a << 8 | u64::from(x));
+                    let field = (d.field_id - 65557) as usize;
+                    for pipe in &mut r[field] {
+                        pipe[index] = v;
+                    }
                 }
             }
         }
@@ -307,11 +322,11 @@ impl bf_runtime_server::BfRuntime for FakeSwitch {
             let Some(entity::Entity::TableEntry(te)) = &e.entity else {
                 return Err(Status::invalid_argument("only table entries"));
             };
-            let Some(pipes) = st.regs.get(&te.table_id) else {
+            let Some(fields) = st.regs.get(&te.table_id) else {
                 return Err(Status::not_found(format!("table {}", te.table_id)));
             };
-            let bytes = st.widths[&te.table_id];
-            for i in 0..pipes[0].len() {
+            let widths = &st.widths[&te.table_id];
+            for i in 0..fields[0][0].len() {
                 entities.push(Entity {
                     entity: Some(entity::Entity::TableEntry(TableEntry {
                         table_id: te.table_id,
@@ -325,13 +340,18 @@ impl bf_runtime_server::BfRuntime for FakeSwitch {
                         })),
                         data: Some(TableData {
                             action_id: 0,
-                            fields: pipes
+                            // Per value field, one value per pipe (a repeated field).
+                            fields: fields
                                 .iter()
-                                .map(|p| DataField {
-                                    field_id: 65557,
-                                    value: Some(data_field::Value::Stream(
-                                        p[i].to_be_bytes()[8 - bytes..].to_vec(),
-                                    )),
+                                .zip(widths)
+                                .enumerate()
+                                .flat_map(|(f, (pipes, &bytes))| {
+                                    pipes.iter().map(move |p| DataField {
+                                        field_id: 65557 + f as u32,
+                                        value: Some(data_field::Value::Stream(
+                                            p[i].to_be_bytes()[8 - bytes..].to_vec(),
+                                        )),
+                                    })
                                 })
                                 .collect(),
                         }),
@@ -415,10 +435,15 @@ impl FakeSwitch {
     fn new(json: Value) -> Self {
         let mut st = State::default();
         for (_, id, size, fields) in registers() {
-            if fields.len() == 1 {
-                st.regs.insert(id, vec![vec![0; size]; PIPES]);
-                st.widths.insert(id, (fields[0].1 as usize).div_ceil(8));
-            }
+            st.regs
+                .insert(id, vec![vec![vec![0; size]; PIPES]; fields.len()]);
+            st.widths.insert(
+                id,
+                fields
+                    .iter()
+                    .map(|(_, w)| (*w as usize).div_ceil(8))
+                    .collect(),
+            );
         }
         FakeSwitch {
             state: Arc::new(Mutex::new(st)),
@@ -443,11 +468,13 @@ impl FakeSwitch {
         std::mem::take(&mut self.state.lock().unwrap().seen)
     }
 
-    fn set(&self, reg: u32, pipe: usize, index: usize, value: u64) {
-        self.state.lock().unwrap().regs.get_mut(&reg).unwrap()[pipe][index] = value;
+    /// Sets value field `field` of cell `index` in `pipe`.
+    fn set(&self, reg: u32, field: usize, pipe: usize, index: usize, value: u64) {
+        self.state.lock().unwrap().regs.get_mut(&reg).unwrap()[field][pipe][index] = value;
     }
 
-    fn reg(&self, reg: u32) -> Vec<Vec<u64>> {
+    /// [value field][pipe][index].
+    fn reg(&self, reg: u32) -> Vec<Vec<Vec<u64>>> {
         self.state.lock().unwrap().regs[&reg].clone()
     }
 }
@@ -545,13 +572,25 @@ fn names_resolve_from_bfrt_json_and_mismatches_name_what_differs() {
     );
     assert_eq!(t.switch_config.params.len(), 3);
     assert_eq!(t.hh_digest.id, DIGEST_ID);
+    assert_eq!(
+        (t.usm.params.len(), t.dsm.params.len()),
+        (1, 1),
+        "the rule ID"
+    );
     assert_eq!(t.layout.usm_config(), MeterConfig::new(3, WIDTH).unwrap());
-    assert_eq!(t.layout.meter_names(Parity::Odd).len(), 45);
-    assert_eq!(t.registers.len(), 2 * 45 + 15);
-    let hp1 = t
-        .register("pipe.CanaryIngress.hashpipe.stage1.count_reg")
+    assert_eq!(t.layout.meter_names().len(), 12);
+    assert_eq!(t.registers.len(), 12 + 6);
+    let state = t
+        .register("pipe.CanaryIngress.downstream_meter.meter.row1.state_reg")
         .unwrap();
-    assert_eq!(hp1.value, None, "a pair register is cleared, never read");
+    assert_eq!(
+        (
+            state.value("dirty").map(|f| f.id),
+            state.value("count").map(|f| f.id)
+        ),
+        (Some(65557), Some(65558)),
+        "a pair register's members"
+    );
 
     let bad = |edit: &dyn Fn(&mut Value)| {
         let mut j = bfrt_json();
@@ -604,10 +643,24 @@ fn names_resolve_from_bfrt_json_and_mismatches_name_what_differs() {
     );
     let e = bad(&|j| {
         let t = j["tables"].as_array_mut().unwrap();
-        t.retain(|t| t["name"] != "pipe.CanaryIngress.upstream_meter.parity1.row2.dirty_reg");
+        t.retain(|t| t["name"] != "pipe.CanaryIngress.upstream_meter.meter.row2.state_reg");
     });
     assert!(
-        e.to_string().contains("upstream_meter.parity1.row2.dirty"),
+        e.to_string()
+            .contains("upstream_meter.meter.row2.state_reg"),
+        "{e}"
+    );
+    // A state register without its count member: named, with what it has.
+    let e = bad(&|j| {
+        for t in j["tables"].as_array_mut().unwrap() {
+            if t["name"] == "pipe.CanaryIngress.upstream_meter.meter.row0.state_reg" {
+                t["data"].as_array_mut().unwrap().pop();
+            }
+        }
+    });
+    assert!(
+        matches!(&e, ResolveError::RegisterData { table, has, .. }
+            if table.ends_with("upstream_meter.meter.row0.state_reg") && has == &["dirty"]),
         "{e}"
     );
 }
@@ -676,7 +729,7 @@ async fn session_sends_the_exact_messages() {
                 })),
                 data: Some(TableData {
                     action_id: DSM_HIT,
-                    fields: vec![],
+                    fields: vec![stream(1, &[0, 0, 0, 1])],
                 }),
                 ..Default::default()
             }
@@ -720,9 +773,10 @@ async fn session_sends_the_exact_messages() {
                     value: Some(table_entry::Value::Key(TableKey {
                         fields: flow_key_fields()
                     })),
+                    // The second rule ID: the DSM rule's is retiring, not free.
                     data: Some(TableData {
                         action_id: USM_COUNT,
-                        fields: vec![],
+                        fields: vec![stream(1, &[0, 0, 0, 2])],
                     }),
                     ..Default::default()
                 }
@@ -762,19 +816,23 @@ async fn session_sends_the_exact_messages() {
         )])]
     );
 
-    // Read a register table: SyncRegisters, then a keyless read; one value per pipe.
-    let count = "pipe.CanaryIngress.upstream_meter.parity1.row2.count_reg";
-    let count_id = register_id("upstream_meter.parity1.row2.count_reg");
-    fake.set(count_id, 0, 5, 77);
-    fake.set(count_id, 1, 1023, u64::from(u32::MAX));
+    // Read a pair register: SyncRegisters, then a keyless read; per member one value per pipe.
+    let count = "pipe.CanaryIngress.upstream_meter.meter.row2.state_reg";
+    let count_id = register_id("upstream_meter.meter.row2.state_reg");
+    fake.set(count_id, 1, 0, 5, 77);
+    fake.set(count_id, 1, 1, 2047, u64::from(u32::MAX));
+    fake.set(count_id, 0, 1, 2047, 1);
     let v = c.read_registers(&[count]).await.unwrap();
     assert_eq!(v.len(), 1);
     assert_eq!(v[0].register, count);
-    assert_eq!(v[0].pipes.len(), PIPES);
-    let mut want = vec![vec![0u64; WIDTH]; PIPES];
+    assert_eq!(v[0].pipes(), PIPES);
+    let mut want = vec![vec![0u64; 2 * WIDTH]; PIPES];
     want[0][5] = 77;
-    want[1][1023] = u64::from(u32::MAX);
-    assert_eq!(v[0].pipes, want);
+    want[1][2047] = u64::from(u32::MAX);
+    assert_eq!(v[0].field("count").unwrap(), want);
+    let mut want = vec![vec![0u64; 2 * WIDTH]; PIPES];
+    want[1][2047] = 1;
+    assert_eq!(v[0].field("dirty").unwrap(), want);
     assert_eq!(
         fake.take(),
         [
@@ -802,7 +860,7 @@ async fn session_sends_the_exact_messages() {
     );
 
     // Clear: a keyless DELETE per table.
-    let used = "pipe.CanaryIngress.upstream_meter.parity1.row2.used_reg";
+    let used = "pipe.CanaryIngress.upstream_meter.meter.row2.id_reg";
     c.clear_registers(&[count, used]).await.unwrap();
     let clear = |id| {
         entry_update(
@@ -817,10 +875,10 @@ async fn session_sends_the_exact_messages() {
         fake.take(),
         [write(vec![
             clear(count_id),
-            clear(register_id("upstream_meter.parity1.row2.used_reg"))
+            clear(register_id("upstream_meter.meter.row2.id_reg"))
         ])]
     );
-    assert_eq!(fake.reg(count_id), vec![vec![0; WIDTH]; PIPES]);
+    assert_eq!(fake.reg(count_id), vec![vec![vec![0; 2 * WIDTH]; PIPES]; 2]);
     let e = c
         .read_registers(&["pipe.CanaryIngress.nope_reg"])
         .await
@@ -888,48 +946,52 @@ async fn session_sends_the_exact_messages() {
 }
 
 #[tokio::test]
-async fn harvest_reads_each_pipe_and_clears_only_its_parity_and_hashpipe() {
+async fn harvest_reads_each_pipe_and_clears_only_its_parity_half_and_hashpipe() {
     let fake = FakeSwitch::new(bfrt_json());
     let mut c = BfrtClient::connect(config(fake.serve().await))
         .await
         .unwrap();
     c.bind().await.unwrap();
 
-    // Pipe 1 holds a USM fed with packets (even parity); pipe 0 is empty; the odd parity and
-    // HashPipe hold something too.
+    // 1 500 USM rules, installed through the client so it holds their IDs.
+    let flows: Vec<FlowId> = (0..1500u32)
+        .map(|i| FlowId {
+            sport: i as u16,
+            ..FLOW
+        })
+        .collect();
+    let ops: Vec<RuleOp> = flows
+        .iter()
+        .map(|&flow| RuleOp::InstallUsm { switch: 3, flow })
+        .collect();
+    c.apply(&ops).await.unwrap();
+
+    // Pipe 1's even half holds a USM fed with packets, written as p4src/tna stores it (the
+    // rule's ID, {dirty, count}); pipe 0 is empty; the odd half and HashPipe hold something.
     let cfg = MeterConfig::new(3, WIDTH).unwrap();
     let mut usm = Usm::new(cfg).unwrap();
-    for i in 0..3000u32 {
-        let f = FlowId {
-            sport: (i % 1500) as u16,
-            ..FLOW
-        };
+    for i in 0..3000usize {
+        let f = flows[i % 1500];
         usm.update(&f, FlowHashes::of(&f));
     }
     assert!(usm.dirty_buckets() > 0);
     for r in 0..3 {
+        let id_reg = register_id(&format!("upstream_meter.meter.row{r}.id_reg"));
+        let state_reg = register_id(&format!("upstream_meter.meter.row{r}.state_reg"));
         for col in 0..WIDTH {
             let b = usm.bucket(r, col);
             let Some(f) = b.flow else { continue };
-            let ports = u64::from(f.sport) << 16 | u64::from(f.dport);
-            for (field, v) in [
-                ("used", 1),
-                ("src_addr", u64::from(f.src)),
-                ("dst_addr", u64::from(f.dst)),
-                ("ports", ports),
-                ("protocol", u64::from(f.proto)),
-                ("dirty", u64::from(b.dirty)),
-                ("count", u64::from(b.count)),
-            ] {
-                let id = register_id(&format!("upstream_meter.parity0.row{r}.{field}_reg"));
-                fake.set(id, 1, col, v);
-            }
+            let id = c.rule_ids().id(&RuleKey::Usm(f)).unwrap();
+            fake.set(id_reg, 0, 1, col, u64::from(id));
+            fake.set(state_reg, 0, 1, col, u64::from(b.dirty));
+            fake.set(state_reg, 1, 1, col, u64::from(b.count));
         }
     }
-    let odd = register_id("upstream_meter.parity1.row0.count_reg");
-    fake.set(odd, 0, 9, 4);
-    let hp = register_id("hashpipe.stage0.src_addr_reg");
-    fake.set(hp, 1, 3, 0x0a00_0001);
+    let odd = register_id("upstream_meter.meter.row0.state_reg");
+    fake.set(odd, 1, 0, WIDTH + 9, 4);
+    let hp = register_id("hashpipe.stage1.count_reg");
+    fake.set(hp, 0, 1, 3, 0xdead_beef);
+    fake.set(hp, 1, 1, 3, 12);
     fake.take();
 
     let snaps = c.harvest(3, Parity::Even).await.unwrap();
@@ -940,29 +1002,71 @@ async fn harvest_reads_each_pipe_and_clears_only_its_parity_and_hashpipe() {
         assert_eq!((s.switch, s.parity), (3, Parity::Even));
         assert_eq!(s.dsm.occupied(), 0);
     }
-    // One sync write, one read of 45 tables, one clear write of 45 + 15 tables.
+    // One sync write and one read of the 12 meter registers; then the clears: a MODIFY per
+    // cell of the even half (12 × 1 024) and a keyless DELETE per HashPipe register (6), in
+    // Writes of at most 4 096 updates.
     let seen = fake.take();
-    assert_eq!(seen.len(), 3, "{seen:#?}");
-    match (&seen[0], &seen[1], &seen[2]) {
-        (Seen::Write(sync), Seen::Read(read), Seen::Write(clear)) => {
-            assert_eq!(sync.updates.len(), 45);
-            assert_eq!(read.entities.len(), 45);
-            assert_eq!(clear.updates.len(), 60);
-            assert!(clear
-                .updates
-                .iter()
-                .all(|u| u.r#type == update::Type::Delete as i32));
-        }
-        other => panic!("{other:?}"),
-    }
+    let (Seen::Write(sync), Seen::Read(read)) = (&seen[0], &seen[1]) else {
+        panic!("{:#?}", &seen[..2]);
+    };
+    assert_eq!((sync.updates.len(), read.entities.len()), (12, 12));
+    let clears: Vec<&Update> = seen[2..]
+        .iter()
+        .flat_map(|s| match s {
+            Seen::Write(w) => {
+                assert!(w.updates.len() <= 4096);
+                w.updates.iter()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(seen.len(), 2 + 4);
+    let modify = clears
+        .iter()
+        .filter(|u| u.r#type == update::Type::Modify as i32)
+        .count();
+    let delete = clears
+        .iter()
+        .filter(|u| u.r#type == update::Type::Delete as i32)
+        .count();
+    assert_eq!(
+        (modify, delete, clears.len()),
+        (12 * WIDTH, 6, 12 * WIDTH + 6)
+    );
+
     for r in 0..3 {
-        let id = register_id(&format!("upstream_meter.parity0.row{r}.count_reg"));
-        assert_eq!(
-            fake.reg(id),
-            vec![vec![0; WIDTH]; PIPES],
-            "even parity cleared"
-        );
+        for reg in ["id", "state"] {
+            let id = register_id(&format!("upstream_meter.meter.row{r}.{reg}_reg"));
+            for field in fake.reg(id) {
+                for pipe in field {
+                    assert!(pipe[..WIDTH].iter().all(|&v| v == 0), "even half cleared");
+                }
+            }
+        }
     }
-    assert_eq!(fake.reg(hp), vec![vec![0; 32]; PIPES], "HashPipe cleared");
-    assert_eq!(fake.reg(odd)[0][9], 4, "odd parity untouched");
+    assert_eq!(fake.reg(odd)[1][0][WIDTH + 9], 4, "odd half untouched");
+    assert_eq!(
+        fake.reg(hp),
+        vec![vec![vec![0; 32]; PIPES]; 2],
+        "HashPipe cleared"
+    );
+
+    // A bucket holding an ID the client never assigned fails the harvest, naming the register
+    // and cell, and clears nothing.
+    let id_reg = register_id("downstream_meter.meter.row2.id_reg");
+    fake.set(id_reg, 0, 0, WIDTH + 5, 999_999);
+    fake.set(odd, 1, 0, WIDTH + 9, 5);
+    fake.take();
+    let e = c.harvest(3, Parity::Odd).await.unwrap_err().to_string();
+    assert!(
+        e.contains("tor3")
+            && e.contains("downstream_meter.meter.row2.id_reg")
+            && e.contains("[1029]"),
+        "{e}"
+    );
+    assert!(
+        fake.take().iter().all(|s| !matches!(s, Seen::Write(w) if w.updates.iter().any(|u| u.r#type == update::Type::Modify as i32))),
+        "no clear after a failed decode"
+    );
+    assert_eq!(fake.reg(odd)[1][0][WIDTH + 9], 5);
 }

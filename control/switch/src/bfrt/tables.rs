@@ -11,7 +11,7 @@ use canary_core::fabric::{Parity, RuleOp};
 use canary_core::FlowId;
 
 use super::{ResolveError, ValueError, REGISTER_INDEX, SYNC_REGISTERS};
-use crate::bmv2_meters::MeterLayout;
+use crate::tna_meters::TnaMeterLayout;
 
 #[derive(serde::Deserialize)]
 struct InfoJson {
@@ -123,15 +123,26 @@ pub struct MatchTable {
     pub params: Vec<Field>,
 }
 
-/// A register table: the index key and the (scalar) value field.
+/// A register table: the index key and its value fields (one for a scalar register, one per
+/// member for a struct, e.g. the meters' `{dirty, count}`).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct RegisterTable {
     pub name: String,
     pub id: u32,
     pub size: usize,
     pub index: Field,
-    /// `None` for registers holding a pair (TNA HashPipe's count): cleared, never read.
-    pub value: Option<Field>,
+    /// (member name, field): bfrt.json names them `<register>.<member>`, `f1` for a scalar.
+    pub values: Vec<(String, Field)>,
+}
+
+impl RegisterTable {
+    /// The value field of member `member` (`f1` for a scalar register).
+    pub fn value(&self, member: &str) -> Option<Field> {
+        self.values
+            .iter()
+            .find(|(m, _)| m == member)
+            .map(|(_, f)| *f)
+    }
 }
 
 /// The HH digest (learn filter) and its fields: src, dst, protocol, sport, dport, pathBF.
@@ -252,8 +263,8 @@ pub struct CanaryTables {
     pub switch_config: MatchTable,
     /// Every register table of the meters and HashPipe, by full BF-RT name.
     pub registers: HashMap<String, RegisterTable>,
-    /// The meters' and HashPipe's register names, resolved like on BMv2.
-    pub layout: MeterLayout,
+    /// The meters' and HashPipe's register names (`tna_meters`).
+    pub layout: TnaMeterLayout,
     pub hh_digest: DigestFilter,
 }
 
@@ -269,14 +280,14 @@ impl CanaryTables {
             "downstream_meter.dsm_table",
             &dsm_keys,
             "dsm_hit",
-            &[],
+            &["id"],
         )?;
         let usm = match_table(
             &info,
             "upstream_meter.usm_table",
             &FLOW_KEYS,
             "usm_count",
-            &[],
+            &["id"],
         )?;
         let hh = match_table(
             &info,
@@ -297,15 +308,11 @@ impl CanaryTables {
             .iter()
             .filter(|t| t.table_type == "Register")
             .collect();
-        let layout =
-            MeterLayout::from_registers(regs.iter().map(|t| (t.name.as_str(), t.size as usize)))?;
+        let layout = TnaMeterLayout::from_registers(
+            regs.iter().map(|t| (t.name.as_str(), t.size as usize)),
+        )?;
         let mut registers = HashMap::new();
-        let wanted = [
-            layout.meter_names(Parity::Even),
-            layout.meter_names(Parity::Odd),
-            layout.hashpipe_names(),
-        ];
-        for name in wanted.iter().flat_map(|n| n.iter()) {
+        for name in layout.meter_names().iter().chain(layout.hashpipe_names()) {
             let t = regs
                 .iter()
                 .find(|t| &t.name == name)
@@ -320,18 +327,30 @@ impl CanaryTables {
                     has: t.key.iter().map(|f| f.name.clone()).collect(),
                 })?
                 .field();
-            let values: Vec<&FieldJson> =
-                t.data.iter().filter_map(|d| d.singleton.as_ref()).collect();
-            let value = match values.as_slice() {
-                [one] => Some(one.field()),
-                _ if name.contains(".hashpipe.") => None,
-                _ => {
-                    return Err(ResolveError::RegisterData {
-                        table: t.name.clone(),
-                        has: values.iter().map(|f| f.name.clone()).collect(),
-                    })
-                }
+            let values: Vec<(String, Field)> = t
+                .data
+                .iter()
+                .filter_map(|d| d.singleton.as_ref())
+                .map(|f| {
+                    let member = f.name.rsplit('.').next().unwrap_or(&f.name);
+                    (member.to_string(), f.field())
+                })
+                .collect();
+            // The members the harvest reads: a meter row's ID, and its state's pair.
+            let needs: &[&str] = if name.ends_with(".id_reg") {
+                &["f1"]
+            } else if name.ends_with(".state_reg") && !name.contains(".hashpipe.") {
+                &["dirty", "count"]
+            } else {
+                &[]
             };
+            if needs.iter().any(|m| !values.iter().any(|(v, _)| v == m)) || values.is_empty() {
+                return Err(ResolveError::RegisterData {
+                    table: t.name.clone(),
+                    want: needs.join(", "),
+                    has: values.iter().map(|(m, _)| m.clone()).collect(),
+                });
+            }
             registers.insert(
                 name.clone(),
                 RegisterTable {
@@ -339,7 +358,7 @@ impl CanaryTables {
                     id: t.id,
                     size: t.size as usize,
                     index,
-                    value,
+                    values,
                 },
             );
         }
@@ -389,9 +408,15 @@ impl CanaryTables {
         self.registers.get(name)
     }
 
-    /// The update for one rule change (`RuleOp`'s switch is the caller's business).
-    /// HH installs are INSERT_OR_MODIFY: installing over a rule changes its eta.
-    pub fn rule_update(&self, op: &RuleOp) -> std::result::Result<Update, ValueError> {
+    /// The update for one rule change (`RuleOp`'s switch is the caller's business). USM and
+    /// DSM installs carry `rule_id` as the action's `id` (`crate::rule_ids`; ignored for the
+    /// other operations). HH installs are INSERT_OR_MODIFY: installing over a rule changes its
+    /// eta.
+    pub fn rule_update(
+        &self,
+        op: &RuleOp,
+        rule_id: u32,
+    ) -> std::result::Result<Update, ValueError> {
         let flow = |f: &FlowId| {
             vec![
                 u64::from(f.src),
@@ -407,7 +432,12 @@ impl CanaryTables {
             } => {
                 let mut k = flow(&f);
                 k.push(path_bf.into());
-                (&self.dsm, update::Type::Insert, k, Some(vec![]))
+                (
+                    &self.dsm,
+                    update::Type::Insert,
+                    k,
+                    Some(vec![rule_id.into()]),
+                )
             }
             RuleOp::RemoveDsm {
                 flow: f, path_bf, ..
@@ -417,7 +447,8 @@ impl CanaryTables {
                 (&self.dsm, update::Type::Delete, k, None)
             }
             RuleOp::InstallUsm { flow: f, .. } => {
-                (&self.usm, update::Type::Insert, flow(&f), Some(vec![]))
+                let id = vec![rule_id.into()];
+                (&self.usm, update::Type::Insert, flow(&f), Some(id))
             }
             RuleOp::RemoveUsm { flow: f, .. } => (&self.usm, update::Type::Delete, flow(&f), None),
             RuleOp::InstallHh { path_bf, eta, .. } => (
@@ -489,6 +520,46 @@ impl CanaryTables {
                 })),
             }),
         }
+    }
+
+    /// Zeroes the cells `cells` of a register table, every value field (one MODIFY per cell):
+    /// how one parity half of a meter is cleared while the other keeps counting.
+    pub fn clear_cells_updates(
+        &self,
+        reg: &RegisterTable,
+        cells: std::ops::Range<usize>,
+    ) -> Vec<Update> {
+        cells
+            .map(|i| Update {
+                r#type: update::Type::Modify as i32,
+                entity: Some(Entity {
+                    entity: Some(entity::Entity::TableEntry(TableEntry {
+                        table_id: reg.id,
+                        value: Some(table_entry::Value::Key(TableKey {
+                            fields: vec![KeyField {
+                                field_id: reg.index.id,
+                                match_type: Some(key_field::MatchType::Exact(key_field::Exact {
+                                    value: encode(&reg.index, i as u64)
+                                        .expect("a register index fits its key field"),
+                                })),
+                            }],
+                        })),
+                        data: Some(TableData {
+                            action_id: 0,
+                            fields: reg
+                                .values
+                                .iter()
+                                .map(|(_, f)| DataField {
+                                    field_id: f.id,
+                                    value: Some(data_field::Value::Stream(vec![0; f.bytes()])),
+                                })
+                                .collect(),
+                        }),
+                        ..Default::default()
+                    })),
+                }),
+            })
+            .collect()
     }
 
     /// Reads every entry of a register table.

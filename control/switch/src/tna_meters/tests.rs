@@ -13,7 +13,10 @@ fn program(rows: usize, cells: usize) -> Vec<(String, usize)> {
     for meter in ["upstream_meter", "downstream_meter"] {
         for r in 0..rows {
             for f in ROW_REGISTERS {
-                regs.push((format!("pipe.CanaryIngress.{meter}.meter.row{r}.{f}_reg"), cells));
+                regs.push((
+                    format!("pipe.CanaryIngress.{meter}.meter.row{r}.{f}_reg"),
+                    cells,
+                ));
             }
         }
     }
@@ -41,21 +44,37 @@ fn layout_reads_rows_and_width_from_the_program() {
     );
     assert_eq!(l.hashpipe_names().len(), 6);
     let dsm_state = "pipe.CanaryIngress.downstream_meter.meter.row2.state_reg";
-    assert_eq!(l.parity_cells_of(dsm_state, Parity::Odd), Some(WIDTH..2 * WIDTH));
-    assert_eq!(l.parity_cells_of("pipe.CanaryIngress.other_reg", Parity::Odd), None);
+    assert_eq!(
+        l.parity_cells_of(dsm_state, Parity::Odd),
+        Some(WIDTH..2 * WIDTH)
+    );
+    assert_eq!(
+        l.parity_cells_of("pipe.CanaryIngress.other_reg", Parity::Odd),
+        None
+    );
 }
 
 #[test]
 fn layout_refuses_what_it_does_not_understand() {
     let mut regs = program(3, 2 * WIDTH);
-    regs.push(("pipe.CanaryIngress.upstream_meter.meter.row0.path_bf_reg".into(), 2 * WIDTH));
+    regs.push((
+        "pipe.CanaryIngress.upstream_meter.meter.row0.path_bf_reg".into(),
+        2 * WIDTH,
+    ));
     let e = layout_of(&regs).unwrap_err();
-    assert!(e.to_string().contains("path_bf_reg") && e.to_string().contains("{id,state}"), "{e}");
+    assert!(
+        e.to_string().contains("path_bf_reg") && e.to_string().contains("{id,state}"),
+        "{e}"
+    );
 
     let mut regs = program(3, 2 * WIDTH);
     regs.retain(|(n, _)| !n.ends_with("downstream_meter.meter.row1.state_reg"));
     let e = layout_of(&regs).unwrap_err();
-    assert!(e.to_string().contains("downstream_meter.meter.row1.state_reg"), "{e}");
+    assert!(
+        e.to_string()
+            .contains("downstream_meter.meter.row1.state_reg"),
+        "{e}"
+    );
 
     let mut regs = program(3, 2 * WIDTH);
     regs[3].1 = 2 * WIDTH + 2;
@@ -63,7 +82,10 @@ fn layout_refuses_what_it_does_not_understand() {
     assert!(matches!(e, LayoutError::Size { .. }), "{e}");
 
     let e = layout_of(&program(3, 2 * WIDTH + 1)).unwrap_err();
-    assert!(matches!(e, LayoutError::Size { .. }), "odd size: no two parity halves: {e}");
+    assert!(
+        matches!(e, LayoutError::Size { .. }),
+        "odd size: no two parity halves: {e}"
+    );
 
     let mut regs = program(3, 2 * WIDTH);
     regs.push(("pipe.CanaryIngress.hashpipe.stage4.count_reg".into(), 32));
@@ -153,7 +175,10 @@ fn id_meters_decode_to_the_models_buckets() {
         row.count[..WIDTH].fill(99);
     }
 
-    assert!(usm.dirty_buckets() > 0 && dsm.dirty_buckets() > 0, "collisions exercised");
+    assert!(
+        usm.dirty_buckets() > 0 && dsm.dirty_buckets() > 0,
+        "collisions exercised"
+    );
     let snap = l.decode("tor1", 4, parity, &rows, &ids).unwrap();
     assert_eq!((snap.switch, snap.parity), (4, parity));
     assert_eq!(snap.usm, usm);
@@ -169,23 +194,44 @@ fn decode_names_the_register_and_cell_of_a_bad_value() {
         let e = l.decode("tor1", 0, Parity::Even, rows, ids).unwrap_err();
         let s = e.to_string();
         assert!(
-            s.contains("tor1") && s.contains(register) && s.contains(&format!("[{index}]")) && s.contains(what),
+            s.contains("tor1")
+                && s.contains(register)
+                && s.contains(&format!("[{index}]"))
+                && s.contains(what),
             "{s}"
         );
     };
 
     let mut rows = empty_rows(6);
     rows[1].id[17] = 12345;
-    check(&rows, &ids, "upstream_meter.meter.row1.id_reg", 17, "rule ID this controller assigned");
+    check(
+        &rows,
+        &ids,
+        "upstream_meter.meter.row1.id_reg",
+        17,
+        "rule ID this controller assigned",
+    );
 
     let mut rows = empty_rows(6);
     rows[4].id[3] = u64::from(usm_id);
-    check(&rows, &ids, "downstream_meter.meter.row1.id_reg", 3, "DSM rule ID");
+    check(
+        &rows,
+        &ids,
+        "downstream_meter.meter.row1.id_reg",
+        3,
+        "DSM rule ID",
+    );
 
     let mut rows = empty_rows(6);
     rows[0].id[5] = u64::from(usm_id);
     rows[0].dirty[5] = 2;
-    check(&rows, &ids, "upstream_meter.meter.row0.state_reg", 5, "dirty flag");
+    check(
+        &rows,
+        &ids,
+        "upstream_meter.meter.row0.state_reg",
+        5,
+        "dirty flag",
+    );
 
     let mut rows = empty_rows(6);
     rows[2].count.truncate(WIDTH - 1);
