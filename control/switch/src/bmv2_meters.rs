@@ -145,12 +145,12 @@ impl Slot {
 }
 
 /// `prefix<n>` → n.
-fn numbered(seg: &str, prefix: &str) -> Option<usize> {
+pub(crate) fn numbered(seg: &str, prefix: &str) -> Option<usize> {
     seg.strip_prefix(prefix)?.parse().ok()
 }
 
 /// `<field>_reg` → the field, if it is one of `fields`.
-fn field(seg: &str, fields: &[&'static str]) -> Option<&'static str> {
+pub(crate) fn field(seg: &str, fields: &[&'static str]) -> Option<&'static str> {
     let f = seg.strip_suffix("_reg")?;
     fields.iter().copied().find(|&k| k == f)
 }
@@ -201,6 +201,30 @@ fn classify(name: &str) -> Result<Option<Slot>, LayoutError> {
     }
 }
 
+/// Classifies every register by `classify`, keeping (name, size) per slot; a slot claimed by
+/// two registers is an error naming both. Shared by the BMv2 and TNA layouts.
+pub(crate) fn classify_all<'a, S: Ord>(
+    registers: impl IntoIterator<Item = (&'a str, usize)>,
+    classify: impl Fn(&str) -> Result<Option<S>, LayoutError>,
+    key: impl Fn(&S) -> String,
+) -> Result<BTreeMap<S, (&'a str, usize)>, LayoutError> {
+    let mut found: BTreeMap<S, (&'a str, usize)> = BTreeMap::new();
+    for (name, size) in registers {
+        let Some(slot) = classify(name)? else {
+            continue;
+        };
+        if let Some((first, _)) = found.get(&slot) {
+            return Err(LayoutError::Ambiguous {
+                key: key(&slot),
+                first: first.to_string(),
+                second: name.to_string(),
+            });
+        }
+        found.insert(slot, (name, size));
+    }
+    Ok(found)
+}
+
 /// The resolved register names of the meters and HashPipe of one program.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MeterLayout {
@@ -216,20 +240,7 @@ impl MeterLayout {
     pub fn from_registers<'a>(
         registers: impl IntoIterator<Item = (&'a str, usize)>,
     ) -> Result<Self, LayoutError> {
-        let mut found: BTreeMap<Slot, (&'a str, usize)> = BTreeMap::new();
-        for (name, size) in registers {
-            let Some(slot) = classify(name)? else {
-                continue;
-            };
-            if let Some((first, _)) = found.get(&slot) {
-                return Err(LayoutError::Ambiguous {
-                    key: slot.key(),
-                    first: first.to_string(),
-                    second: name.to_string(),
-                });
-            }
-            found.insert(slot, (name, size));
-        }
+        let found = classify_all(registers, classify, Slot::key)?;
         let take = |slot: Slot| -> Result<(&'a str, usize), LayoutError> {
             found
                 .get(&slot)

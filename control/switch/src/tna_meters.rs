@@ -11,13 +11,11 @@
 //! [`TnaMeterLayout`] resolves those names once from the register tables of `bfrt.json` and
 //! refuses a program with a meter register it does not understand, as the BMv2 layout does.
 
-use std::collections::BTreeMap;
-
 use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::sketch::{Dsm, DsmBucket, MeterConfig, Usm, UsmBucket};
 use canary_core::topo::SwitchIx;
 
-use crate::bmv2_meters::{HarvestError, LayoutError};
+use crate::bmv2_meters::{classify_all, field as register, numbered, HarvestError, LayoutError};
 use crate::rule_ids::{RuleIds, RuleKey};
 
 /// Registers of a meter row, in the order of [`TnaMeterLayout::meter_names`].
@@ -50,15 +48,6 @@ impl Slot {
             Slot::HashPipe(s, f) => format!("{HASHPIPE_CONTROL}.stage{s}.{f}_reg"),
         }
     }
-}
-
-fn numbered(seg: &str, prefix: &str) -> Option<usize> {
-    seg.strip_prefix(prefix)?.parse().ok()
-}
-
-fn register(seg: &str, names: &[&'static str]) -> Option<&'static str> {
-    let f = seg.strip_suffix("_reg")?;
-    names.iter().copied().find(|&k| k == f)
 }
 
 /// Classifies a fully qualified register name. `Ok(None)`: not one of ours.
@@ -111,20 +100,7 @@ impl TnaMeterLayout {
     pub fn from_registers<'a>(
         registers: impl IntoIterator<Item = (&'a str, usize)>,
     ) -> Result<Self, LayoutError> {
-        let mut found: BTreeMap<Slot, (&'a str, usize)> = BTreeMap::new();
-        for (name, size) in registers {
-            let Some(slot) = classify(name)? else {
-                continue;
-            };
-            if let Some((first, _)) = found.get(&slot) {
-                return Err(LayoutError::Ambiguous {
-                    key: slot.key(),
-                    first: first.to_string(),
-                    second: name.to_string(),
-                });
-            }
-            found.insert(slot, (name, size));
-        }
+        let found = classify_all(registers, classify, Slot::key)?;
         let take = |slot: Slot| {
             found
                 .get(&slot)
