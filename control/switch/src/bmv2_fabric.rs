@@ -389,7 +389,7 @@ async fn clear_if_half_read(
     let (sh2, name, kept) = (sh.clone(), slot.bound.name.clone(), slot.thrift.take());
     let t = tokio::task::spawn_blocking(move || {
         let mut t = thrift_client(kept, name, &addr, &sh2)?;
-        t.reset_arrays(&sh2.registers.reset_names(parity))
+        t.zero_arrays(&sh2.registers.arrays_to_clear(parity))
             .map_err(|e| SwitchError::Unreachable(e.to_string()))?;
         Ok::<_, SwitchError>(t)
     })

@@ -107,8 +107,8 @@ pub trait RegisterAccess {
     fn switch_name(&self) -> &str;
     /// Whole arrays, in the order of `names`.
     fn read_arrays(&mut self, names: &[&str]) -> Result<Vec<Vec<i64>>, ThriftError>;
-    /// Zeroes whole arrays.
-    fn reset_arrays(&mut self, names: &[&str]) -> Result<(), ThriftError>;
+    /// Zeroes whole arrays, given as `(name, size)`.
+    fn zero_arrays(&mut self, arrays: &[(&str, usize)]) -> Result<(), ThriftError>;
 }
 
 impl RegisterAccess for ThriftClient {
@@ -118,8 +118,8 @@ impl RegisterAccess for ThriftClient {
     fn read_arrays(&mut self, names: &[&str]) -> Result<Vec<Vec<i64>>, ThriftError> {
         self.register_read_all_many(CXT_ID, names)
     }
-    fn reset_arrays(&mut self, names: &[&str]) -> Result<(), ThriftError> {
-        self.register_reset_many(CXT_ID, names)
+    fn zero_arrays(&mut self, arrays: &[(&str, usize)]) -> Result<(), ThriftError> {
+        self.register_zero_many(CXT_ID, arrays)
     }
 }
 
@@ -233,6 +233,8 @@ pub struct MeterLayout {
     /// Per parity: USM rows × [`USM_FIELDS`], then DSM rows × [`DSM_FIELDS`].
     meters: [Vec<String>; 2],
     hashpipe: Vec<String>,
+    /// The size of each array of `hashpipe`.
+    hashpipe_sizes: Vec<usize>,
 }
 
 impl MeterLayout {
@@ -302,10 +304,12 @@ impl MeterLayout {
         let stages = (0..)
             .take_while(|&s| found.contains_key(&Slot::HashPipe(s, "count")))
             .count();
-        let mut hashpipe = Vec::new();
+        let (mut hashpipe, mut hashpipe_sizes) = (Vec::new(), Vec::new());
         for s in 0..stages.max(1) {
             for &f in &HASHPIPE_FIELDS {
-                hashpipe.push(take(Slot::HashPipe(s, f))?.0.to_string());
+                let (name, size) = take(Slot::HashPipe(s, f))?;
+                hashpipe.push(name.to_string());
+                hashpipe_sizes.push(size);
             }
         }
         let hp_arrays = found
@@ -330,6 +334,7 @@ impl MeterLayout {
             dsm: configs[1],
             meters,
             hashpipe,
+            hashpipe_sizes,
         })
     }
 
@@ -378,13 +383,23 @@ impl MeterLayout {
         &self.hashpipe
     }
 
-    /// What [`harvest`] resets: the parity's meters, then HashPipe.
-    pub fn reset_names(&self, parity: Parity) -> Vec<&str> {
-        self.meter_names(parity)
+    /// What [`harvest`] zeroes, as `(name, size)`: the parity's meters, then HashPipe.
+    pub fn arrays_to_clear(&self, parity: Parity) -> Vec<(&str, usize)> {
+        let usm_arrays = self.usm.rows * USM_FIELDS.len();
+        let meters = self.meter_names(parity).iter().enumerate().map(|(i, n)| {
+            let width = if i < usm_arrays {
+                self.usm.width
+            } else {
+                self.dsm.width
+            };
+            (n.as_str(), width)
+        });
+        let hashpipe = self
+            .hashpipe
             .iter()
-            .chain(&self.hashpipe)
-            .map(String::as_str)
-            .collect()
+            .zip(&self.hashpipe_sizes)
+            .map(|(n, &size)| (n.as_str(), size));
+        meters.chain(hashpipe).collect()
     }
 
     /// Builds the snapshot from `arrays`, read in the order of [`Self::meter_names`].
@@ -561,7 +576,7 @@ pub fn harvest<A: RegisterAccess + ?Sized>(
 ) -> Result<MeterSnapshot, HarvestError> {
     let snapshot = read_meters(access, layout, switch, parity)?;
     access
-        .reset_arrays(&layout.reset_names(parity))
+        .zero_arrays(&layout.arrays_to_clear(parity))
         .map_err(|source| HarvestError::Reset { parity, source })?;
     Ok(snapshot)
 }

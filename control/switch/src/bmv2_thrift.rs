@@ -145,7 +145,18 @@ pub enum Call<'a> {
         index: i32,
         value: i64,
     },
-    /// `bm_register_reset(cxt_id, name)`.
+    /// `bm_register_write_range(cxt_id, name, start_index, end_index, value)`: cells
+    /// `start..end` (end exclusive) set to `value`, under the array's lock.
+    WriteRange {
+        cxt_id: i32,
+        name: &'a str,
+        start: i32,
+        end: i32,
+        value: i64,
+    },
+    /// `bm_register_reset(cxt_id, name)`. BMv2 1.15 swaps in the zeroed array without taking
+    /// the array's lock (`RegisterArray::reset_state`), so a reset can race packet processing
+    /// and other Thrift calls and crash the switch; the harvest clears with [`Call::WriteRange`].
     Reset { cxt_id: i32, name: &'a str },
 }
 
@@ -156,6 +167,7 @@ impl<'a> Call<'a> {
             Call::ReadAll { .. } => "bm_register_read_all",
             Call::Read { .. } => "bm_register_read",
             Call::Write { .. } => "bm_register_write",
+            Call::WriteRange { .. } => "bm_register_write_range",
             Call::Reset { .. } => "bm_register_reset",
         }
     }
@@ -166,6 +178,7 @@ impl<'a> Call<'a> {
             Call::ReadAll { name, .. }
             | Call::Read { name, .. }
             | Call::Write { name, .. }
+            | Call::WriteRange { name, .. }
             | Call::Reset { name, .. } => name,
         }
     }
@@ -182,6 +195,7 @@ impl<'a> Call<'a> {
             Call::ReadAll { cxt_id, name }
             | Call::Read { cxt_id, name, .. }
             | Call::Write { cxt_id, name, .. }
+            | Call::WriteRange { cxt_id, name, .. }
             | Call::Reset { cxt_id, name } => (cxt_id, name),
         };
         o.write_field_begin(&TFieldIdentifier::new("cxt_id", TType::I32, 1))?;
@@ -208,6 +222,19 @@ impl<'a> Call<'a> {
                 o.write_i64(value)?;
                 o.write_field_end()?;
             }
+            Call::WriteRange {
+                start, end, value, ..
+            } => {
+                o.write_field_begin(&TFieldIdentifier::new("start_index", TType::I32, 3))?;
+                o.write_i32(start)?;
+                o.write_field_end()?;
+                o.write_field_begin(&TFieldIdentifier::new("end_index", TType::I32, 4))?;
+                o.write_i32(end)?;
+                o.write_field_end()?;
+                o.write_field_begin(&TFieldIdentifier::new("value", TType::I64, 5))?;
+                o.write_i64(value)?;
+                o.write_field_end()?;
+            }
             Call::ReadAll { .. } | Call::Reset { .. } => {}
         }
         o.write_field_stop()?;
@@ -222,7 +249,7 @@ pub enum Reply {
     Values(Vec<i64>),
     /// `Read`: one cell.
     Value(i64),
-    /// `Write` and `Reset`.
+    /// `Write`, `WriteRange` and `Reset`.
     Done,
 }
 
@@ -383,7 +410,23 @@ impl ThriftClient {
             .collect())
     }
 
-    /// Resets every array in `names`, pipelined.
+    /// Zeroes every `(name, size)` array with `bm_register_write_range`, pipelined: unlike
+    /// `bm_register_reset` it holds the array's lock in BMv2, so it is safe while packets flow.
+    pub fn register_zero_many(&mut self, cxt_id: i32, arrays: &[(&str, usize)]) -> Result<()> {
+        let calls: Vec<Call> = arrays
+            .iter()
+            .map(|&(name, size)| Call::WriteRange {
+                cxt_id,
+                name,
+                start: 0,
+                end: i32::try_from(size).unwrap_or(i32::MAX),
+                value: 0,
+            })
+            .collect();
+        self.pipeline(&calls).map(drop)
+    }
+
+    /// Resets every array in `names`, pipelined (see [`Call::Reset`] for why the harvest does not).
     pub fn register_reset_many(&mut self, cxt_id: i32, names: &[&str]) -> Result<()> {
         let calls: Vec<Call> = names
             .iter()
@@ -567,7 +610,9 @@ fn read_result(i: &mut Input, call: &Call<'_>) -> thrift::Result<Outcome> {
         return Ok(Outcome::Invalid(code));
     }
     match (call, success) {
-        (Call::Write { .. } | Call::Reset { .. }, _) => Ok(Outcome::Ok(Reply::Done)),
+        (Call::Write { .. } | Call::WriteRange { .. } | Call::Reset { .. }, _) => {
+            Ok(Outcome::Ok(Reply::Done))
+        }
         (_, Some(r)) => Ok(Outcome::Ok(r)),
         (_, None) => Err(thrift::new_application_error(
             thrift::ApplicationErrorKind::MissingResult,

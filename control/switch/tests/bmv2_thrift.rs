@@ -6,8 +6,10 @@
 //! reference-model meters fed with packets and expects exactly those meters back.
 //! Skips (printing `SKIP: ...`) without p4c or simple_switch_grpc.
 
+mod bmv2_switch;
 mod common;
 
+use bmv2_switch::{free_port, missing, program, Switch};
 use canary_core::fabric::Parity;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, Usm};
 use canary_core::FlowId;
@@ -15,114 +17,7 @@ use canary_switch::bmv2_meters::{self, MeterLayout, CXT_ID};
 use canary_switch::bmv2_thrift::{
     Call, RegisterErrorCode, Reply, ThriftClient, ThriftError, Timeouts,
 };
-use std::net::TcpListener;
-use std::path::{Path, PathBuf};
-use std::process::Command;
 use std::sync::OnceLock;
-use std::time::{Duration, Instant};
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
-
-/// Why these tests cannot run here.
-fn missing() -> Option<&'static str> {
-    ["p4c", "simple_switch_grpc"]
-        .into_iter()
-        .find(|t| !on_path(t))
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-/// The compiled program, built once per test binary into a temporary directory.
-fn program() -> &'static Path {
-    static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    let dir = DIR.get_or_init(|| {
-        let dir = tempfile::Builder::new()
-            .prefix("canary-bmv2-thrift")
-            .tempdir()
-            .unwrap();
-        let out = Command::new(repo_root().join("bmv2/build.sh"))
-            .arg(dir.path())
-            .output()
-            .expect("run bmv2/build.sh");
-        assert!(
-            out.status.success() && dir.path().join("canary.json").is_file(),
-            "bmv2/build.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
-        dir
-    });
-    dir.path()
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
-/// One simple_switch_grpc without ports; killed by PID on drop.
-struct Switch {
-    pid: i32,
-    thrift: u16,
-    _logs: tempfile::TempDir,
-}
-
-impl Switch {
-    fn start(device: u32) -> Switch {
-        let logs = tempfile::tempdir().unwrap();
-        let log = logs.path().join("switch.log");
-        let (grpc, thrift) = (free_port(), free_port());
-        let out = Command::new(repo_root().join("bmv2/run-switch.sh"))
-            .arg(program().join("canary.json"))
-            .args([device.to_string(), grpc.to_string(), thrift.to_string()])
-            .arg(&log)
-            .output()
-            .expect("run bmv2/run-switch.sh");
-        let pid = String::from_utf8_lossy(&out.stdout)
-            .trim()
-            .parse()
-            .unwrap_or_else(|_| panic!("run-switch.sh printed no PID: {out:?}"));
-        Switch {
-            pid,
-            thrift,
-            _logs: logs,
-        }
-    }
-
-    /// A client, once the Thrift server answers (it starts after the program is loaded).
-    fn client(&self, name: &str) -> ThriftClient {
-        let deadline = Instant::now() + Duration::from_secs(30);
-        loop {
-            let c = ThriftClient::connect(name, ("127.0.0.1", self.thrift), Timeouts::default());
-            match c {
-                Ok(c) => return c,
-                Err(_) if Instant::now() < deadline => {
-                    std::thread::sleep(Duration::from_millis(100))
-                }
-                Err(e) => {
-                    let stdout =
-                        std::fs::read_to_string(self._logs.path().join("switch.log.stdout"))
-                            .unwrap_or_default();
-                    panic!("switch did not come up: {e}\n{stdout}");
-                }
-            }
-        }
-    }
-}
-
-impl Drop for Switch {
-    fn drop(&mut self) {
-        // SAFETY: kill(2) of the process this test started, by its PID.
-        unsafe { libc::kill(self.pid, libc::SIGTERM) };
-    }
-}
 
 /// The meter layout of the compiled program (from its BMv2 JSON), resolved once.
 fn layout() -> &'static MeterLayout {
@@ -307,6 +202,20 @@ fn write_read_reset_and_typed_errors() {
         assert_eq!(&v[100..104], expect.as_slice(), "{}", names[i]);
     }
 
+    // Zeroing by write_range (what the harvest does): whole arrays, and a range past the end
+    // is the switch's InvalidIndex, naming the register.
+    let arrays: Vec<(&str, usize)> = refs.iter().map(|&n| (n, all[0].len())).collect();
+    c.register_zero_many(CXT_ID, &arrays).unwrap();
+    let zeroed = c.register_read_all_many(CXT_ID, &refs).unwrap();
+    assert!(zeroed.iter().flatten().all(|&v| v == 0));
+    let e = c
+        .register_zero_many(CXT_ID, &[(count0.as_str(), all[0].len() + 1)])
+        .unwrap_err();
+    assert!(
+        matches!(&e, ThriftError::InvalidRegister { register, code: RegisterErrorCode::InvalidIndex, .. } if *register == count0),
+        "{e}"
+    );
+
     // A refused connection is a typed error naming the switch.
     let port = free_port();
     let e = ThriftClient::connect("ghost", ("127.0.0.1", port), Timeouts::default())
@@ -465,95 +374,4 @@ fn harvest_returns_the_model_meters_and_resets_only_its_parity() {
     {
         assert!(v.iter().all(|&x| x == 0), "{name} reset");
     }
-}
-
-fn millis(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-/// Harvest time per switch (printed, not asserted): pipelined harvest (45 reads, 60 resets)
-/// vs one round trip per call, and 12 harvests at once on one switch.
-/// `cargo test -p canary-switch --test bmv2_thrift -- --nocapture harvest_time`
-#[test]
-fn harvest_time() {
-    if let Some(what) = missing() {
-        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
-        return;
-    }
-    let sw = Switch::start(13);
-    let mut c = sw.client("s13");
-    let layout = layout();
-    let runs = 30;
-    let time = |f: &mut dyn FnMut()| {
-        f(); // warm-up
-        let mut t: Vec<Duration> = (0..runs)
-            .map(|_| {
-                let start = Instant::now();
-                f();
-                start.elapsed()
-            })
-            .collect();
-        t.sort();
-        (millis(t[runs / 2]), millis(t[runs * 9 / 10]))
-    };
-    let pipelined = time(&mut || {
-        bmv2_meters::harvest(&mut c, layout, 13, Parity::Even).unwrap();
-    });
-    let read_only = time(&mut || {
-        bmv2_meters::read_meters(&mut c, layout, 13, Parity::Even).unwrap();
-    });
-    let names: Vec<String> = layout.meter_names(Parity::Even).to_vec();
-    let refs: Vec<&str> = names.iter().map(String::as_str).collect();
-    let arrays = c.register_read_all_many(CXT_ID, &refs).unwrap();
-    let decode_only = time(&mut || {
-        layout.decode("s13", 13, Parity::Even, &arrays).unwrap();
-    });
-    let resets: Vec<String> = layout
-        .reset_names(Parity::Even)
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
-    let one_by_one = time(&mut || {
-        let arrays: Vec<Vec<i64>> = names
-            .iter()
-            .map(|n| c.register_read_all(CXT_ID, n).unwrap())
-            .collect();
-        layout.decode("s13", 13, Parity::Even, &arrays).unwrap();
-        for n in &resets {
-            c.register_reset(CXT_ID, n).unwrap();
-        }
-    });
-    let concurrent = {
-        let clients: Vec<ThriftClient> = (0..12).map(|i| sw.client(&format!("c{i}"))).collect();
-        let start = Instant::now();
-        let handles: Vec<_> = clients
-            .into_iter()
-            .map(|mut c| {
-                std::thread::spawn(move || {
-                    bmv2_meters::harvest(&mut c, layout, 13, Parity::Even).unwrap();
-                })
-            })
-            .collect();
-        for h in handles {
-            h.join().unwrap();
-        }
-        millis(start.elapsed())
-    };
-    eprintln!(
-        "harvest time per switch ({} reads of {} cells + {} resets, {runs} runs, median / p90):\n  \
-         pipelined:    {:.2} ms / {:.2} ms\n  of which reading and decoding: {:.2} ms / {:.2} ms\n  \
-         of which decoding: {:.2} ms / {:.2} ms\n  one by one:   {:.2} ms / {:.2} ms\n  \
-         12 harvests at once on one switch (12 threads): {concurrent:.1} ms total",
-        names.len(),
-        layout.usm_config().width,
-        resets.len(),
-        pipelined.0,
-        pipelined.1,
-        read_only.0,
-        read_only.1,
-        decode_only.0,
-        decode_only.1,
-        one_by_one.0,
-        one_by_one.1,
-    );
 }

@@ -59,11 +59,11 @@ fn layout_reads_the_shape_and_keeps_parities_apart() {
             names[21 + 7],
             reg("downstream_meter", p.index(), 0, "path_bf")
         );
-        let resets = l.reset_names(p);
+        let resets = l.arrays_to_clear(p);
         assert_eq!(resets.len(), 45 + 15);
         assert!(!resets
             .iter()
-            .any(|n| n.contains(&format!(".parity{}.", p.flip().index()))));
+            .any(|(n, _)| n.contains(&format!(".parity{}.", p.flip().index()))));
     }
     assert_eq!(l.hashpipe_names().len(), 15);
     assert_eq!(
@@ -234,9 +234,11 @@ impl RegisterAccess for Fake {
         }
         Ok(names.iter().map(|n| self.regs[*n].clone()).collect())
     }
-    fn reset_arrays(&mut self, names: &[&str]) -> Result<(), ThriftError> {
-        for n in names {
-            self.regs.get_mut(*n).unwrap().fill(0);
+    fn zero_arrays(&mut self, arrays: &[(&str, usize)]) -> Result<(), ThriftError> {
+        for (n, size) in arrays {
+            let cells = self.regs.get_mut(*n).unwrap();
+            assert_eq!(cells.len(), *size, "{n}: zeroed with the array's size");
+            cells.fill(0);
             self.resets.push(n.to_string());
         }
         Ok(())
@@ -299,7 +301,12 @@ fn harvest_returns_the_model_and_resets_only_its_parity_and_hashpipe() {
             assert_eq!(values, &before_even[name], "{name} untouched");
         }
     }
-    assert_eq!(sw.resets, layout.reset_names(Parity::Odd));
+    let cleared: Vec<&str> = layout
+        .arrays_to_clear(Parity::Odd)
+        .into_iter()
+        .map(|(n, _)| n)
+        .collect();
+    assert_eq!(sw.resets, cleared);
     // The even parity still reads back as it was.
     let even = read_meters(&mut sw, &layout, 4, Parity::Even).unwrap();
     assert_eq!(even.usm, other_usm);
