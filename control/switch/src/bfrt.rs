@@ -40,8 +40,10 @@ use crate::bmv2_meters::{HarvestError, LayoutError};
 use crate::rule_ids::{RuleIds, RuleIdsExhausted};
 use crate::tna_meters::RowCells;
 
+mod forwarding;
 mod tables;
 
+pub use forwarding::{ForwardingTable, NamedField, TnaForwardingTables, FORWARDING_BATCH};
 use tables::be_value;
 pub use tables::{CanaryTables, DigestFilter, Field, MatchTable, RegisterTable};
 
@@ -695,6 +697,32 @@ impl BfrtClient {
             switch: self.cfg.switch.clone(),
             rpc,
             status: Box::new(status),
+        }
+    }
+
+    /// Fills the TNA forwarding tables with `state`, the ECMP product tables for pathBF `mask`
+    /// (the mask `set_config` gives this switch), in Writes of at most [`FORWARDING_BATCH`]
+    /// updates, routes last. Stops at the first failed Write; every update is INSERT_OR_MODIFY,
+    /// so calling it again is safe.
+    pub async fn install_forwarding(
+        &mut self,
+        fwd: &TnaForwardingTables,
+        state: &crate::forwarding::ForwardingState,
+        mask: u32,
+    ) -> Result<()> {
+        let mut updates = fwd
+            .updates(state, mask)
+            .map_err(|source| BfrtError::Value {
+                switch: self.cfg.switch.clone(),
+                source,
+            })?
+            .into_iter();
+        loop {
+            let batch: Vec<Update> = updates.by_ref().take(FORWARDING_BATCH).collect();
+            if batch.is_empty() {
+                return Ok(());
+            }
+            self.write(batch).await?;
         }
     }
 }
