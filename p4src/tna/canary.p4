@@ -55,11 +55,32 @@ control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
     DownstreamMeter() downstream_meter;
     HashPipe() hashpipe;
     HhReport() hh_report;
+    HhSend() hh_send;
     PathBf() path_bf;
     UpstreamMeter() upstream_meter;
 
+    /* Each hash in a table of its own: an action takes at most 32 bits from the hash units
+     * (Tofino 1's immediate pathway), and the compiler would otherwise merge both into one. */
+    action crc32() {
+        meta.c32 = flow_hash32.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
+                                     meta.flow.src_port, meta.flow.dst_port });
+    }
+    table flow_crc32 {
+        actions = { crc32; }
+        const default_action = crc32();
+        size = 1;
+    }
+    action crc16() {
+        meta.c16 = flow_hash16.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
+                                     meta.flow.src_port, meta.flow.dst_port });
+    }
+    table flow_crc16 {
+        actions = { crc16; }
+        const default_action = crc16();
+        size = 1;
+    }
+
     apply {
-        meta.send_hh_digest = 0;
         if (!hdr.ipv4.isValid()) {
             ig_dprsr_md.drop_ctl = 1;
             exit;
@@ -73,10 +94,8 @@ control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
             meta.flow.src_port = hdr.ports.src_port;
             meta.flow.dst_port = hdr.ports.dst_port;
         }
-        meta.c32 = flow_hash32.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
-                                     meta.flow.src_port, meta.flow.dst_port });
-        meta.c16 = flow_hash16.get({ meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
-                                     meta.flow.src_port, meta.flow.dst_port });
+        flow_crc32.apply();
+        flow_crc16.apply();
 
         host_port.apply(ig_intr_md.ingress_port, meta);
         if (meta.from_host == 1 && hdr.canary.isValid()) {
@@ -97,30 +116,37 @@ control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
             exit;
         }
 
+        /* The digest's fields, for every packet (only HhReport decides to send it). */
+        meta.hh.src_addr = meta.flow.src_addr;
+        meta.hh.dst_addr = meta.flow.dst_addr;
+        meta.hh.protocol = meta.flow.protocol;
+        meta.hh.src_port = meta.flow.src_port;
+        meta.hh.dst_port = meta.flow.dst_port;
+        meta.hh.path_bf = hdr.canary.path_bf;
+
         switch_config.apply(meta);
         port_t port;
         forwarding.apply(hdr, meta, port);
+        /* No exit here (v1model exits): everything after would wait for the ECMP chain's last
+         * table, and the meters could not start before stage 9. An unrouted packet is dropped
+         * at the end of ingress; it can still pass HashPipe (it hits no USM/DSM rule, which
+         * the controller installs only for routed flows). */
         if (meta.routed == 0) {
             ig_dprsr_md.drop_ctl = 1;
-            exit;
         }
         ig_tm_md.ucast_egress_port = port;
         ig_tm_md.bypass_egress = 1;
 
-        if (meta.monitor == 1) {
-            downstream_meter.apply(hdr, meta);
-            if (meta.dsm_hit == 0) {
-                hashpipe.apply(meta);
-                hh_report.apply(hdr, meta);
-            }
-        }
+        bit<1> hashpipe_on;
+        downstream_meter.apply(hdr, meta, hashpipe_on);
+        bit<1> hh_watched;
+        bit<32> hh_threshold;
+        hh_report.apply(hdr, hh_watched, hh_threshold);
+        bit<32> hh_short;
+        hashpipe.apply(meta, hashpipe_on, hh_threshold, hh_short);
+        hh_send.apply(hh_watched, hh_short, ig_dprsr_md);
+        upstream_meter.apply(hdr, meta);
         path_bf.apply(hdr, meta);
-        if (meta.monitor == 1 && meta.to_host == 0) {
-            upstream_meter.apply(hdr, meta);
-        }
-        if (meta.send_hh_digest == 1) {
-            ig_dprsr_md.digest_type = HH_DIGEST_RECEIVER;
-        }
         if (meta.to_host == 1) {
             hdr.ethernet.ether_type = hdr.canary.ether_type;
             hdr.canary.setInvalid();
