@@ -6,7 +6,9 @@
 //! `<control>.{upstream,downstream}_meter.meter.row{r}.id_reg` holds the ID of the rule that
 //! owns the bucket (0 = empty; [`RuleIds`] maps it back to the flow, and for the DSM to the
 //! pathBF too), `...state_reg` the pair `{dirty, count}`. HashPipe is
-//! `<control>.hashpipe.stage{s}.{fp,count}_reg`, cleared every epoch and never read.
+//! `<control>.hashpipe.stage{s}.count_reg` for every stage, and `fp_reg` copies under
+//! `stage{s}` or `stage{s}_fp` where a stage keeps one (`p4src/tna/hashpipe.p4`); all are cleared
+//! every epoch and never read.
 //!
 //! [`TnaMeterLayout`] resolves those names once from the register tables of `bfrt.json` and
 //! refuses a program with a meter register it does not understand, as the BMv2 layout does.
@@ -20,7 +22,7 @@ use crate::rule_ids::{RuleIds, RuleKey};
 
 /// Registers of a meter row, in the order of [`TnaMeterLayout::meter_names`].
 pub const ROW_REGISTERS: [&str; 2] = ["id", "state"];
-/// Registers of a HashPipe stage.
+/// Registers of a HashPipe stage (`count` in every stage, `fp` in some).
 pub const HASHPIPE_REGISTERS: [&str; 2] = ["fp", "count"];
 
 const USM_CONTROL: &str = "upstream_meter";
@@ -61,7 +63,7 @@ fn classify(name: &str) -> Result<Option<Slot>, LayoutError> {
     };
     let rest = &segs[at + 1..];
     let slot = match (segs[at], rest) {
-        (HASHPIPE_CONTROL, [stage, f]) => numbered(stage, "stage")
+        (HASHPIPE_CONTROL, [stage, f]) => numbered(stage.trim_end_matches("_fp"), "stage")
             .zip(register(f, &HASHPIPE_REGISTERS))
             .map(|(s, f)| Slot::HashPipe(s, f)),
         (HASHPIPE_CONTROL, _) => None,
@@ -138,8 +140,9 @@ impl TnaMeterLayout {
             .count();
         let mut hashpipe = Vec::new();
         for s in 0..stages.max(1) {
-            for &f in &HASHPIPE_REGISTERS {
-                hashpipe.push(take(Slot::HashPipe(s, f))?.0.to_string());
+            hashpipe.push(take(Slot::HashPipe(s, "count"))?.0.to_string());
+            if let Some((name, _)) = found.get(&Slot::HashPipe(s, "fp")) {
+                hashpipe.push(name.to_string());
             }
         }
         if let Some((_, (extra, _))) = found

@@ -83,8 +83,10 @@ fn tna_program_compiles_for_tofino1_and_resolves() {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
+    // -g: bf-p4c writes pipe/logs/ (resources.json, table placement) only with it.
     let out = Command::new(repo_root().join("tna/build.sh"))
         .arg(dir.path())
+        .arg("-g")
         .output()
         .expect("run tna/build.sh");
     assert!(

@@ -20,10 +20,15 @@ fn program(rows: usize, cells: usize) -> Vec<(String, usize)> {
             }
         }
     }
-    for s in 0..3 {
-        for f in HASHPIPE_REGISTERS {
-            regs.push((format!("pipe.CanaryIngress.hashpipe.stage{s}.{f}_reg"), 32));
-        }
+    // As p4src/tna/hashpipe.p4: a count_reg per stage, fingerprint copies in stages 0 and 1.
+    for r in [
+        "stage0.count",
+        "stage0.fp",
+        "stage1.count",
+        "stage1_fp.fp",
+        "stage2.count",
+    ] {
+        regs.push((format!("pipe.CanaryIngress.hashpipe.{r}_reg"), 32));
     }
     regs
 }
@@ -42,7 +47,10 @@ fn layout_reads_rows_and_width_from_the_program() {
         l.meter_names()[6],
         "pipe.CanaryIngress.downstream_meter.meter.row0.id_reg"
     );
-    assert_eq!(l.hashpipe_names().len(), 6);
+    assert_eq!(l.hashpipe_names().len(), 5);
+    assert!(l
+        .hashpipe_names()
+        .contains(&"pipe.CanaryIngress.hashpipe.stage1_fp.fp_reg".to_string()));
     let dsm_state = "pipe.CanaryIngress.downstream_meter.meter.row2.state_reg";
     assert_eq!(
         l.parity_cells_of(dsm_state, Parity::Odd),
