@@ -1,0 +1,205 @@
+//! p4src/tna/hashpipe.p4 and the HH decision of tna/hh_report.p4, step by step as the Tofino
+//! program executes them (fingerprints, pair registers and their copies, the carry_next
+//! table, the threshold countdown), against the Rust model (`canary_core::sketch::HashPipe`,
+//! full keys) that v1model matches packet for packet.
+//!
+//! There is no Tofino model here to run the compiled program, so this checks the algorithm the
+//! TNA program encodes: for every packet the digest decision, and after every packet each
+//! stage's slots, equal the model's.
+
+use canary_core::sketch::{hashpipe_index, FlowHashes, HashPipe, HashPipeConfig};
+use canary_core::FlowId;
+use std::collections::HashMap;
+
+const ENTRIES: usize = 32;
+const METER_WIDTH: usize = 1024;
+
+/// `hp_slot_t`: {fp, count}; fp 0 = empty.
+#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
+struct Slot {
+    fp: u32,
+    count: u32,
+}
+
+#[derive(Default)]
+struct TnaHashPipe {
+    /// stage 0: count_reg and its copy fp_reg
+    s0: [Slot; ENTRIES],
+    s0_copy: [Slot; ENTRIES],
+    /// stage 1: count_reg and stage1_fp's fp_reg
+    s1: [Slot; ENTRIES],
+    s1_copy: [Slot; ENTRIES],
+    /// stage 2: count_reg
+    s2: [Slot; ENTRIES],
+}
+
+fn bits(x: u32, lo: u32, n: u32) -> usize {
+    ((x >> lo) & ((1 << n) - 1)) as usize
+}
+
+/// count_carry's update (both copies run it) and its two results: (count_carry's, fp_carry's).
+fn carry(v: &mut Slot, carry_fp: u32, carry_count: u32) -> (u32, u32) {
+    if v.fp == carry_fp {
+        v.count = v.count.wrapping_add(carry_count);
+        (0, v.fp)
+    } else if v.count < carry_count {
+        let old = *v;
+        *v = Slot {
+            fp: carry_fp,
+            count: carry_count,
+        };
+        (old.count, old.fp)
+    } else {
+        (v.count, 0)
+    }
+}
+
+impl TnaHashPipe {
+    /// One packet that reaches HashPipe (`on`); returns `short` (0: the HH digest fires).
+    fn packet(&mut self, h: FlowHashes, threshold: u32) -> u32 {
+        let fp = h.c32 | 1;
+        // Stage 0: count_take and fp_take, same update, different results.
+        let i0 = bits(u32::from(h.c16), 11, 5);
+        let take = |v: &mut Slot| {
+            let old = *v;
+            if v.fp == fp {
+                v.count = v.count.wrapping_add(1);
+            } else {
+                *v = Slot { fp, count: 1 };
+            }
+            old
+        };
+        let carry_count = take(&mut self.s0[i0]).count;
+        let mut carry_fp = take(&mut self.s0_copy[i0]).fp;
+        let mut carry_count = carry_count;
+        // Stage 1 (tests the hit itself: carry_fp == own fp).
+        let hit = carry_fp == fp;
+        let i1 = bits(carry_fp, 10, 5);
+        let (own1, fp1) = if hit {
+            let v = self.s1[i1];
+            (if v.fp == carry_fp { v.count } else { 0 }, 0)
+        } else {
+            let (own1, _) = carry(&mut self.s1[i1], carry_fp, carry_count);
+            let (_, fp1) = carry(&mut self.s1_copy[i1], carry_fp, carry_count);
+            (own1, fp1)
+        };
+        let mut count = 1;
+        if hit {
+            count = carry_count.wrapping_add(1).wrapping_add(own1);
+        } else if !(fp1 == 0 && own1 != 0) {
+            // carry_next: (0, 0) and the default carry on; (0, _) passed.
+            carry_fp = fp1;
+            carry_count = own1;
+        }
+        let mut short = threshold.saturating_sub(count);
+        // Stage 2.
+        let i2 = bits(carry_fp, 17, 5);
+        if hit {
+            let v = self.s2[i2];
+            let own2 = if v.fp == carry_fp { v.count } else { 0 };
+            short = short.saturating_sub(own2);
+        } else {
+            carry(&mut self.s2[i2], carry_fp, carry_count);
+        }
+        short
+    }
+}
+
+/// A deterministic xorshift, so a failure reproduces.
+struct Rng(u64);
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+}
+
+fn flows(n: usize) -> Vec<FlowId> {
+    (0..n)
+        .map(|i| FlowId {
+            src: 0x0a00_0000 | (i as u32 % 251),
+            dst: 0x0a01_0000 | (i as u32 / 251),
+            proto: if i % 5 == 0 { 6 } else { 17 },
+            sport: 1000 + i as u16,
+            dport: 80,
+        })
+        .collect()
+}
+
+#[test]
+fn tna_hashpipe_equals_the_model_packet_for_packet() {
+    let config = HashPipeConfig::new(3, ENTRIES, METER_WIDTH).unwrap();
+    for (seed, n_flows, eta) in [(1u64, 40, 2u32), (7, 150, 3), (42, 600, 20), (99, 2000, 1)] {
+        let flows = flows(n_flows);
+        let hashes: Vec<FlowHashes> = flows.iter().map(FlowHashes::of).collect();
+        // The fingerprints must not collide (31 bits: the one place the TNA program may differ).
+        let mut seen = HashMap::new();
+        for (i, h) in hashes.iter().enumerate() {
+            assert_eq!(seen.insert(h.c32 | 1, i), None, "fingerprint collision");
+            // The P4 slices are the model's indexes.
+            assert_eq!(
+                bits(u32::from(h.c16), 11, 5),
+                hashpipe_index(*h, 0, ENTRIES, METER_WIDTH)
+            );
+            assert_eq!(
+                bits(h.c32, 10, 5),
+                hashpipe_index(*h, 1, ENTRIES, METER_WIDTH)
+            );
+            assert_eq!(
+                bits(h.c32, 17, 5),
+                hashpipe_index(*h, 2, ENTRIES, METER_WIDTH)
+            );
+        }
+        let by_fp: HashMap<u32, FlowId> = hashes
+            .iter()
+            .zip(&flows)
+            .map(|(h, f)| (h.c32 | 1, *f))
+            .collect();
+
+        let mut model = HashPipe::new(config).unwrap();
+        let mut tna = TnaHashPipe::default();
+        let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
+        let (mut digests, mut packets) = (0, 0);
+        for _ in 0..40_000 {
+            // Skewed: a few heavy flows, many light ones.
+            let r = rng.next();
+            let i = if r % 4 == 0 {
+                (r >> 8) as usize % 5.min(n_flows)
+            } else {
+                (r >> 8) as usize % n_flows
+            };
+            let total = model.update(&flows[i], hashes[i]);
+            let short = tna.packet(hashes[i], eta.saturating_add(1));
+            assert_eq!(
+                short == 0,
+                total > eta,
+                "packet {packets} of flow {i}: model count {total}, eta {eta}"
+            );
+            digests += usize::from(short == 0);
+            packets += 1;
+
+            assert_eq!(tna.s0, tna.s0_copy, "stage 0 copies diverged");
+            assert_eq!(tna.s1, tna.s1_copy, "stage 1 copies diverged");
+            let mut want = [[Slot::default(); ENTRIES]; 3];
+            for (stage, index, flow, count) in model.entries() {
+                let h = FlowHashes::of(&flow);
+                want[stage][index] = Slot {
+                    fp: h.c32 | 1,
+                    count,
+                };
+            }
+            assert_eq!(
+                [tna.s0, tna.s1, tna.s2],
+                want,
+                "after packet {packets}: slots differ from the model ({:?})",
+                by_fp.len()
+            );
+        }
+        assert!(
+            digests > 0 && digests < packets,
+            "seed {seed}: {digests} digests of {packets}: the scenario tests nothing"
+        );
+    }
+}
