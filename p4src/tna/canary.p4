@@ -1,13 +1,16 @@
-/* Canary data plane for TNA (Tofino). Same controls, tables and order as v1model/canary.p4; see
- * that file for the pipeline. Differences, each forced by Tofino 1's resources:
- *  - hashes are Hash externs with the Rust model's CRC parameters;
+/* Canary data plane for TNA (Tofino). Same controls and tables as v1model/canary.p4; see that
+ * file for the pipeline. Differences, each forced by Tofino 1 (docs/dataplane.md, "What
+ * bf-p4c made of it"):
+ *  - hashes are Hash externs with the Rust model's CRC parameters, each in a table of its own;
  *  - the HH digest is packed by the ingress deparser;
  *  - the ECMP member's multiplication and remainder are table lookups the controller fills
  *    (the same member as v1model, tna/forwarding.p4);
  *  - a meter bucket holds the controller-assigned ID of the rule that owns it, and both parity
- *    instances share one register (tna/meter_row.p4); HashPipe is keyed by a CRC-32 fingerprint
- *    (tna/hashpipe.p4). 18 stateful ALUs, where a literal port of v1model needs 105 and
- *    Tofino 1 has 48 (docs/dataplane.md). */
+ *    instances share one register (tna/meter_row.p4); HashPipe is keyed by a fingerprint and
+ *    HH compares by countdown (tna/hashpipe.p4, tna/hh_report.p4): 17 stateful ALUs, where a
+ *    literal port of v1model needs 105 and Tofino 1 has 48;
+ *  - no `exit` and no if-block around a multi-stage chain (a Tofino 1 table after a block is
+ *    placed after the block's last table): the program fits 12 stages. */
 #include <core.p4>
 #include <tna.p4>
 

@@ -121,7 +121,7 @@ fn flows(n: usize) -> Vec<FlowId> {
         .map(|i| FlowId {
             src: 0x0a00_0000 | (i as u32 % 251),
             dst: 0x0a01_0000 | (i as u32 / 251),
-            proto: if i % 5 == 0 { 6 } else { 17 },
+            proto: if i.is_multiple_of(5) { 6 } else { 17 },
             sport: 1000 + i as u16,
             dport: 80,
         })
@@ -165,7 +165,7 @@ fn tna_hashpipe_equals_the_model_packet_for_packet() {
         for _ in 0..40_000 {
             // Skewed: a few heavy flows, many light ones.
             let r = rng.next();
-            let i = if r % 4 == 0 {
+            let i = if r.is_multiple_of(4) {
                 (r >> 8) as usize % 5.min(n_flows)
             } else {
                 (r >> 8) as usize % n_flows
