@@ -21,6 +21,7 @@ use bfrt_proto::bfrt::{
 };
 use canary_core::sketch::{ecmp_mod_term, ecmp_mul_term};
 
+use super::tables::{table, unique, FieldJson, InfoJson, TableJson};
 use super::{Field, ResolveError, ValueError};
 use crate::forwarding::ForwardingState;
 
@@ -287,85 +288,12 @@ impl ForwardingTable {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// bfrt.json, the parts the forwarding tables need
-
-#[derive(serde::Deserialize)]
-struct InfoJson {
-    tables: Vec<TableJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct TableJson {
-    name: String,
-    id: u32,
-    #[serde(default)]
-    key: Vec<FieldJson>,
-    #[serde(default)]
-    action_specs: Vec<ActionJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct FieldJson {
-    id: u32,
-    name: String,
-    #[serde(default)]
-    match_type: Option<String>,
-    #[serde(rename = "type", default)]
-    ty: Option<TypeJson>,
-}
-
-#[derive(serde::Deserialize)]
-struct TypeJson {
-    #[serde(rename = "type")]
-    kind: String,
-    #[serde(default)]
-    width: Option<u32>,
-}
-
-#[derive(serde::Deserialize)]
-struct ActionJson {
-    id: u32,
-    name: String,
-    #[serde(default)]
-    data: Vec<FieldJson>,
-}
-
 impl FieldJson {
     fn named(&self) -> NamedField {
-        let bits = match &self.ty {
-            Some(TypeJson { width: Some(w), .. }) => *w,
-            Some(TypeJson { kind, .. }) => match kind.as_str() {
-                "bool" => 1,
-                "uint8" => 8,
-                "uint16" => 16,
-                "uint64" => 64,
-                _ => 32,
-            },
-            None => 32,
-        };
         NamedField {
             name: self.name.clone(),
-            field: Field { id: self.id, bits },
+            field: self.field(),
         }
-    }
-}
-
-/// The one item named `suffix` or ending in `.suffix`; `Err` lists them when several do.
-fn unique<'a, T>(
-    items: &'a [T],
-    name_of: impl Fn(&T) -> &str,
-    suffix: &str,
-) -> Result<Option<&'a T>, Vec<String>> {
-    let dotted = format!(".{suffix}");
-    let hits: Vec<&T> = items
-        .iter()
-        .filter(|t| name_of(t) == suffix || name_of(t).ends_with(&dotted))
-        .collect();
-    match hits.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some(one)),
-        many => Err(many.iter().map(|t| name_of(t).to_string()).collect()),
     }
 }
 
@@ -376,16 +304,7 @@ fn resolve(
     action: &str,
     params: &[&str],
 ) -> Result<ForwardingTable, ResolveError> {
-    let t = match unique(&info.tables, |t| &t.name, name) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Err(ResolveError::NoTable { name: name.into() }),
-        Err(matches) => {
-            return Err(ResolveError::AmbiguousTable {
-                name: name.into(),
-                matches,
-            })
-        }
-    };
+    let t = table(info, name)?;
     let keys = keys
         .iter()
         .map(|&(k, want)| key(t, k, want))

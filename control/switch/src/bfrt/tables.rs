@@ -14,52 +14,52 @@ use super::{ResolveError, ValueError, REGISTER_INDEX, SYNC_REGISTERS};
 use crate::tna_meters::TnaMeterLayout;
 
 #[derive(serde::Deserialize)]
-struct InfoJson {
-    tables: Vec<TableJson>,
+pub(super) struct InfoJson {
+    pub(super) tables: Vec<TableJson>,
     #[serde(default)]
     learn_filters: Vec<LearnJson>,
 }
 
 #[derive(serde::Deserialize)]
-struct TableJson {
-    name: String,
-    id: u32,
+pub(super) struct TableJson {
+    pub(super) name: String,
+    pub(super) id: u32,
     #[serde(default)]
-    table_type: String,
+    pub(super) table_type: String,
     #[serde(default)]
-    size: u64,
+    pub(super) size: u64,
     #[serde(default)]
-    key: Vec<FieldJson>,
+    pub(super) key: Vec<FieldJson>,
     #[serde(default)]
-    action_specs: Vec<ActionJson>,
+    pub(super) action_specs: Vec<ActionJson>,
     #[serde(default)]
     data: Vec<DataJson>,
 }
 
 #[derive(serde::Deserialize)]
-struct FieldJson {
-    id: u32,
-    name: String,
+pub(super) struct FieldJson {
+    pub(super) id: u32,
+    pub(super) name: String,
     #[serde(default)]
-    match_type: Option<String>,
+    pub(super) match_type: Option<String>,
     #[serde(rename = "type", default)]
-    ty: Option<TypeJson>,
+    pub(super) ty: Option<TypeJson>,
 }
 
 #[derive(serde::Deserialize)]
-struct TypeJson {
+pub(super) struct TypeJson {
     #[serde(rename = "type")]
-    kind: String,
+    pub(super) kind: String,
     #[serde(default)]
-    width: Option<u32>,
+    pub(super) width: Option<u32>,
 }
 
 #[derive(serde::Deserialize)]
-struct ActionJson {
-    id: u32,
-    name: String,
+pub(super) struct ActionJson {
+    pub(super) id: u32,
+    pub(super) name: String,
     #[serde(default)]
-    data: Vec<FieldJson>,
+    pub(super) data: Vec<FieldJson>,
 }
 
 #[derive(serde::Deserialize)]
@@ -77,7 +77,7 @@ struct LearnJson {
 }
 
 impl FieldJson {
-    fn bits(&self) -> u32 {
+    pub(super) fn bits(&self) -> u32 {
         match &self.ty {
             Some(TypeJson { width: Some(w), .. }) => *w,
             Some(TypeJson { kind, .. }) => match kind.as_str() {
@@ -90,7 +90,7 @@ impl FieldJson {
             None => 32,
         }
     }
-    fn field(&self) -> Field {
+    pub(super) fn field(&self) -> Field {
         Field {
             id: self.id,
             bits: self.bits(),
@@ -153,7 +153,8 @@ pub struct DigestFilter {
     pub fields: [Field; 6],
 }
 
-fn unique<'a, T>(
+/// The one item named `suffix` or ending in `.suffix`; `Err` lists them when several do.
+pub(super) fn unique<'a, T>(
     items: &'a [T],
     name_of: impl Fn(&T) -> &str,
     suffix: &str,
@@ -170,7 +171,7 @@ fn unique<'a, T>(
     }
 }
 
-fn table<'a>(info: &'a InfoJson, name: &str) -> Result<&'a TableJson, ResolveError> {
+pub(super) fn table<'a>(info: &'a InfoJson, name: &str) -> Result<&'a TableJson, ResolveError> {
     match unique(&info.tables, |t| &t.name, name) {
         Ok(Some(t)) => Ok(t),
         Ok(None) => Err(ResolveError::NoTable { name: name.into() }),
