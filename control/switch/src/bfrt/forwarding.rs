@@ -21,7 +21,7 @@ use bfrt_proto::bfrt::{
 };
 use canary_core::sketch::{ecmp_mod_term, ecmp_mul_term};
 
-use super::tables::{table, unique, FieldJson, InfoJson, TableJson};
+use super::tables::{match_table, InfoJson};
 use super::{Field, ResolveError, ValueError};
 use crate::forwarding::ForwardingState;
 
@@ -288,15 +288,7 @@ impl ForwardingTable {
     }
 }
 
-impl FieldJson {
-    fn named(&self) -> NamedField {
-        NamedField {
-            name: self.name.clone(),
-            field: self.field(),
-        }
-    }
-}
-
+/// `tables::match_table`'s checks, with the fields named as asked.
 fn resolve(
     info: &InfoJson,
     name: &str,
@@ -304,59 +296,22 @@ fn resolve(
     action: &str,
     params: &[&str],
 ) -> Result<ForwardingTable, ResolveError> {
-    let t = table(info, name)?;
-    let keys = keys
-        .iter()
-        .map(|&(k, want)| key(t, k, want))
-        .collect::<Result<_, _>>()?;
-    let Ok(Some(a)) = unique(&t.action_specs, |a| &a.name, action) else {
-        return Err(ResolveError::NoAction {
-            table: t.name.clone(),
-            action: action.into(),
-            has: t.action_specs.iter().map(|a| a.name.clone()).collect(),
-        });
+    let t = match_table(info, name, keys, action, params)?;
+    let named = |names: Vec<&str>, fields: Vec<Field>| {
+        names
+            .into_iter()
+            .zip(fields)
+            .map(|(name, field)| NamedField {
+                name: name.to_string(),
+                field,
+            })
+            .collect()
     };
-    let params = params
-        .iter()
-        .map(|&p| {
-            let f = a.data.iter().find(|f| f.name == p);
-            f.map(FieldJson::named)
-                .ok_or_else(|| ResolveError::NoParam {
-                    table: t.name.clone(),
-                    action: a.name.clone(),
-                    param: p.into(),
-                    has: a.data.iter().map(|f| f.name.clone()).collect(),
-                })
-        })
-        .collect::<Result<_, _>>()?;
     Ok(ForwardingTable {
-        name: t.name.clone(),
+        keys: named(keys.iter().map(|k| k.0).collect(), t.keys),
+        params: named(params.to_vec(), t.params),
+        name: t.name,
         id: t.id,
-        keys,
-        action_id: a.id,
-        params,
+        action_id: t.action_id,
     })
-}
-
-/// Key field `k` of `t`, which must match as `want` (`Exact`, `LPM`).
-fn key(t: &TableJson, k: &str, want: &'static str) -> Result<NamedField, ResolveError> {
-    let f = t
-        .key
-        .iter()
-        .find(|f| f.name == k)
-        .ok_or_else(|| ResolveError::NoKeyField {
-            table: t.name.clone(),
-            field: k.into(),
-            has: t.key.iter().map(|f| f.name.clone()).collect(),
-        })?;
-    let got = f.match_type.clone().unwrap_or_default();
-    if got != want {
-        return Err(ResolveError::KeyMatch {
-            table: t.name.clone(),
-            field: k.into(),
-            got,
-            want,
-        });
-    }
-    Ok(f.named())
 }

@@ -15,51 +15,51 @@ use crate::tna_meters::TnaMeterLayout;
 
 #[derive(serde::Deserialize)]
 pub(super) struct InfoJson {
-    pub(super) tables: Vec<TableJson>,
+    tables: Vec<TableJson>,
     #[serde(default)]
     learn_filters: Vec<LearnJson>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct TableJson {
-    pub(super) name: String,
-    pub(super) id: u32,
+struct TableJson {
+    name: String,
+    id: u32,
     #[serde(default)]
-    pub(super) table_type: String,
+    table_type: String,
     #[serde(default)]
-    pub(super) size: u64,
+    size: u64,
     #[serde(default)]
-    pub(super) key: Vec<FieldJson>,
+    key: Vec<FieldJson>,
     #[serde(default)]
-    pub(super) action_specs: Vec<ActionJson>,
+    action_specs: Vec<ActionJson>,
     #[serde(default)]
     data: Vec<DataJson>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct FieldJson {
-    pub(super) id: u32,
-    pub(super) name: String,
+struct FieldJson {
+    id: u32,
+    name: String,
     #[serde(default)]
-    pub(super) match_type: Option<String>,
+    match_type: Option<String>,
     #[serde(rename = "type", default)]
-    pub(super) ty: Option<TypeJson>,
+    ty: Option<TypeJson>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct TypeJson {
+struct TypeJson {
     #[serde(rename = "type")]
-    pub(super) kind: String,
+    kind: String,
     #[serde(default)]
-    pub(super) width: Option<u32>,
+    width: Option<u32>,
 }
 
 #[derive(serde::Deserialize)]
-pub(super) struct ActionJson {
-    pub(super) id: u32,
-    pub(super) name: String,
+struct ActionJson {
+    id: u32,
+    name: String,
     #[serde(default)]
-    pub(super) data: Vec<FieldJson>,
+    data: Vec<FieldJson>,
 }
 
 #[derive(serde::Deserialize)]
@@ -77,7 +77,7 @@ struct LearnJson {
 }
 
 impl FieldJson {
-    pub(super) fn bits(&self) -> u32 {
+    fn bits(&self) -> u32 {
         match &self.ty {
             Some(TypeJson { width: Some(w), .. }) => *w,
             Some(TypeJson { kind, .. }) => match kind.as_str() {
@@ -90,7 +90,7 @@ impl FieldJson {
             None => 32,
         }
     }
-    pub(super) fn field(&self) -> Field {
+    fn field(&self) -> Field {
         Field {
             id: self.id,
             bits: self.bits(),
@@ -154,7 +154,7 @@ pub struct DigestFilter {
 }
 
 /// The one item named `suffix` or ending in `.suffix`; `Err` lists them when several do.
-pub(super) fn unique<'a, T>(
+fn unique<'a, T>(
     items: &'a [T],
     name_of: impl Fn(&T) -> &str,
     suffix: &str,
@@ -171,7 +171,7 @@ pub(super) fn unique<'a, T>(
     }
 }
 
-pub(super) fn table<'a>(info: &'a InfoJson, name: &str) -> Result<&'a TableJson, ResolveError> {
+fn table<'a>(info: &'a InfoJson, name: &str) -> Result<&'a TableJson, ResolveError> {
     match unique(&info.tables, |t| &t.name, name) {
         Ok(Some(t)) => Ok(t),
         Ok(None) => Err(ResolveError::NoTable { name: name.into() }),
@@ -182,7 +182,7 @@ pub(super) fn table<'a>(info: &'a InfoJson, name: &str) -> Result<&'a TableJson,
     }
 }
 
-fn match_table(
+pub(super) fn match_table(
     info: &InfoJson,
     name: &str,
     keys: &[(&str, &'static str)],
