@@ -26,7 +26,7 @@ struct hp_slot_t {
 
 /* Stage 0: count_reg returns the resident count, fp_reg (its copy) the resident fingerprint. */
 control HashPipeStage0(in bit<1> on, in bit<32> fp, in bit<5> idx,
-                       out bit<32> carry_fp, out bit<32> carry_count) {
+                       inout bit<32> carry_fp, inout bit<32> carry_count) {
     Register<hp_slot_t, bit<5>>(HP_ENTRIES, {0, 0}) count_reg;
     RegisterAction<hp_slot_t, bit<5>, bit<32>>(count_reg) count_take = {
         void apply(inout hp_slot_t v, out bit<32> rv) {
@@ -71,7 +71,7 @@ control HashPipeStage0(in bit<1> on, in bit<32> fp, in bit<5> idx,
  * done); stage 2 takes the hit bit, since a carried flow can be the packet's own there. */
 control HashPipeCarry(in bit<1> on, in bit<5> idx, in bit<1> hit, in bit<32> own_fp,
                       in bit<32> carry_fp, in bit<32> carry_count,
-                      out bit<32> count_out)(bool first) {
+                      inout bit<32> count_out)(bool first) {
     Register<hp_slot_t, bit<5>>(HP_ENTRIES, {0, 0}) count_reg;
     RegisterAction<hp_slot_t, bit<5>, bit<32>>(count_reg) count_read_own = {
         void apply(inout hp_slot_t v, out bit<32> rv) {
@@ -195,6 +195,9 @@ control HashPipe(in canary_meta_t meta, in bit<1> on, in bit<32> threshold, out 
         count = 1;    /* stage 0 (this packet included) and stage 1 */
         carry_fp = 0;
         carry_count = 0;
+        own1 = 0;
+        fp1 = 0;
+        bit<32> own2 = 0;
         stage0.apply(on, fp, meta.c16[15:11], carry_fp, carry_count);
         /* On a hit carry_fp is the packet's own, so one index serves both cases. */
         stage1.apply(on, carry_fp[14:10], 0, fp, carry_fp, carry_count, own1);
@@ -212,7 +215,6 @@ control HashPipe(in canary_meta_t meta, in bit<1> on, in bit<32> threshold, out 
         if (on == 1) {
             hh_short.apply();
         }
-        bit<32> own2;
         stage2.apply(on, carry_fp[21:17], hit, fp, carry_fp, carry_count, own2);
         if (hit == 1) {
             short = short |-| own2;
