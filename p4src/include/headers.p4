@@ -8,15 +8,14 @@ header ethernet_h {
     bit<16> ether_type;
 }
 
-/* The Canary shim, 8 bytes between Ethernet and IPv4 (Ethernet's EtherType = ETHERTYPE_CANARY).
- * Pushed by the first switch (packet from a host port), popped by the last (egress to a host
- * port), so hosts see their packets byte for byte. */
+/* The Canary shim, 8 bytes between Ethernet and the frame's own EtherType (Ethernet's EtherType
+ * = ETHERTYPE_CANARY), on fabric links only: pushed by the first switch on every frame from a
+ * host, removed before a frame leaves to a host, so hosts see their frames byte for byte. */
 header canary_h {
     bit<32> path_bf;     /* Bloom filter of the switches since the last monitor */
     bit<1>  counted;     /* the mark: an upstream USM counted this packet ... */
-    bit<1>  parity;      /* ... in its instance of this parity */
-    bit<14> reserved;
-    bit<16> ether_type;  /* the original EtherType, restored on pop */
+    bit<15> epoch;       /* ... in the meters of the epoch with this tag (bit 0: the parity) */
+    bit<16> ether_type;  /* the frame's own EtherType, restored on removal */
 }
 
 header ipv4_h {
@@ -34,65 +33,77 @@ header ipv4_h {
     bit<32> dst_addr;
 }
 
+header ipv6_h {
+    bit<4>   version;
+    bit<8>   traffic_class;
+    bit<20>  flow_label;
+    bit<16>  payload_len;
+    bit<8>   next_hdr;
+    bit<8>   hop_limit;
+    bit<128> src_addr;
+    bit<128> dst_addr;
+}
+
 /* The first 4 bytes of TCP and UDP; the rest of L4 is payload to us. */
 header l4_ports_h {
     bit<16> src_port;
     bit<16> dst_port;
 }
 
+/* Deparsed in this order. `canary_inner` is never parsed: it holds the first 8 bytes of a
+ * host's own frame of EtherType ETHERTYPE_CANARY, which crosses the fabric inside our shim. */
 struct headers_t {
-    ethernet_h ethernet;
-    canary_h   canary;
-    ipv4_h     ipv4;
-    l4_ports_h ports;
+    ethernet_h  ethernet;
+    canary_h    canary;
+    canary_h    canary_inner;
+    ipv4_h      ipv4;
+    ipv6_h      ipv6;
+    l4_ports_h  ports;
 }
 
-/* The flow ID: the 104-bit 5-tuple, in the order the Rust model hashes it (FlowId::to_bytes). */
+/* The flow ID: the 5-tuple on 128-bit addresses (IPv4 as ::ffff:a.b.c.d), in the order the Rust
+ * model keys it (canary_core::FlowId). The hashes take IPv4's 32-bit addresses. */
 struct flow_t {
-    bit<32> src_addr;
-    bit<32> dst_addr;
-    bit<8>  protocol;
-    bit<16> src_port;
-    bit<16> dst_port;
+    bit<128> src_addr;
+    bit<128> dst_addr;
+    bit<8>   protocol;
+    bit<16>  src_port;
+    bit<16>  dst_port;
 }
 
-/* What HashPipe carries between stages. count == 0: nothing carried. */
-struct hp_carry_t {
-    flow_t  key;
-    bit<32> count;
-}
-
-/* The HH report sent to the controller. */
+/* The HH report sent to the controller: the flow and the pathBF the packet arrived with. */
 struct hh_digest_t {
-    bit<32> src_addr;
-    bit<32> dst_addr;
-    bit<8>  protocol;
-    bit<16> src_port;
-    bit<16> dst_port;
-    bit<32> path_bf;
+    bit<128> src_addr;
+    bit<128> dst_addr;
+    bit<8>   protocol;
+    bit<16>  src_port;
+    bit<16>  dst_port;
+    bit<32>  path_bf;
 }
 
 struct canary_meta_t {
     flow_t  flow;
+    bit<1>  is_ip;        /* IPv4 or IPv6, not a host's opaque frame */
+    bit<1>  is_v6;
+    bit<1>  unicast;      /* an IP unicast destination */
     bit<32> c32;          /* CRC-32/ISO-HDLC of the flow key */
     bit<16> c16;          /* CRC-16/ARC of the flow key */
+    bit<32> in_path_bf;   /* the pathBF the packet arrived with (what the digest reports) */
     /* switch_config */
     bit<1>  monitor;
     bit<32> mask;         /* this switch's pathBF mask */
-    bit<1>  cur_parity;   /* the epoch parity the USM counts in */
+    bit<15> epoch;        /* the epoch tag the USM counts and marks in */
     /* forwarding */
     bit<1>  from_host;
     bit<1>  to_host;
     bit<16> ecmp_group;
     bit<16> ecmp_size;
     bit<16> ecmp_member;
-    bit<1>  routed;
-    /* meters and HashPipe */
-    bit<1>  dsm_hit;
-    bit<32> hh_count;
-    bit<32> hh_eta;
-    bit<1>  send_hh_digest;   /* TNA: the deparser packs the digest */
-    hh_digest_t hh;
+    bit<1>  route_hit;
+    bit<1>  routed;       /* IP unicast with a route: forwarded by port, maybe monitored */
+    bit<16> flood_group;  /* every other frame: this multicast group */
+    bit<1>  watched;      /* routed, carries a shim, at a monitor: meters apply */
+    bit<1>  send_digest;
 }
 
 #endif

@@ -1,15 +1,6 @@
-/* Canary data plane for v1model (BMv2 simple_switch_grpc).
- *
- * Ingress, in the order of the paper's Fig. 2 and of the simulator's per-hop logic
- * (control/sim/src/fabric.rs, SimFabric::walk):
- *   1. flow key and its two CRCs; push the shim on packets from a host port
- *   2. SwitchConfig (monitor, pathBF mask, parity); Forwarding (LPM -> ECMP member -> port)
- *   3. monitor only: DownstreamMeter (DSM table; counts marked packets in the mark's parity);
- *      if the DSM table missed: HashPipe, then HhReport (digest when count > eta)
- *   4. PathBf (monitor: pathBF = mask and mark cleared; other: pathBF |= mask)
- *   5. monitor only, not towards a host: UpstreamMeter (USM table; count and mark)
- *   6. pop the shim on packets leaving to a host port
- * Egress does nothing. No header but the shim is ever changed. */
+/* Canary data plane for v1model (BMv2 simple_switch_grpc): the shared program of p4src/include
+ * and the few controls that use v1model's externs (registers, hash(), counter, digest).
+ * tna/canary.p4 is the same program for Tofino. */
 #include <core.p4>
 #include <v1model.p4>
 
@@ -17,13 +8,16 @@
 #include "../include/defines.p4"
 #include "../include/headers.p4"
 #include "../include/parser.p4"
-#include "switch_config.p4"
-#include "forwarding.p4"
-#include "path_bf.p4"
-#include "downstream_meter.p4"
+#include "flow_hash.p4"
+#include "meter_row.p4"
 #include "hashpipe.p4"
-#include "hh_report.p4"
-#include "upstream_meter.p4"
+#include "hh_send.p4"
+#include "../include/forwarding.p4"
+#include "../include/switch_config.p4"
+#include "../include/path_bf.p4"
+#include "../include/meters.p4"
+#include "../include/hh_report.p4"
+#include "../include/ingress.p4"
 
 parser CanaryParser(packet_in pkt, out headers_t hdr, inout canary_meta_t meta,
                     inout standard_metadata_t std_meta) {
@@ -40,88 +34,36 @@ control CanaryVerifyChecksum(inout headers_t hdr, inout canary_meta_t meta) {
 
 control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
                       inout standard_metadata_t std_meta) {
-    HostPort() host_port;
-    SwitchConfig() switch_config;
-    Forwarding() forwarding;
-    DownstreamMeter() downstream_meter;
-    HashPipe() hashpipe;
-    HhReport() hh_report;
-    PathBf() path_bf;
-    UpstreamMeter() upstream_meter;
-
+    CanaryIngressCore() core;
     apply {
-        if (!hdr.ipv4.isValid()) {
-            mark_to_drop(std_meta);
-            exit;
-        }
-        meta.flow.src_addr = hdr.ipv4.src_addr;
-        meta.flow.dst_addr = hdr.ipv4.dst_addr;
-        meta.flow.protocol = hdr.ipv4.protocol;
-        meta.flow.src_port = 0;
-        meta.flow.dst_port = 0;
-        if (hdr.ports.isValid()) {
-            meta.flow.src_port = hdr.ports.src_port;
-            meta.flow.dst_port = hdr.ports.dst_port;
-        }
-        hash(meta.c32, HashAlgorithm.crc32, (bit<32>)0,
-             { meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
-               meta.flow.src_port, meta.flow.dst_port }, (bit<64>)0x100000000);
-        hash(meta.c16, HashAlgorithm.crc16, (bit<16>)0,
-             { meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
-               meta.flow.src_port, meta.flow.dst_port }, (bit<32>)0x10000);
-
-        host_port.apply(std_meta.ingress_port, meta);
-        if (meta.from_host == 1 && hdr.canary.isValid()) {
-            /* A host must not forge a shim. */
-            mark_to_drop(std_meta);
-            exit;
-        }
-        if (meta.from_host == 1) {
-            hdr.canary.setValid();
-            hdr.canary.path_bf = 0;
-            hdr.canary.counted = 0;
-            hdr.canary.parity = 0;
-            hdr.canary.reserved = 0;
-            hdr.canary.ether_type = hdr.ethernet.ether_type;
-            hdr.ethernet.ether_type = ETHERTYPE_CANARY;
-        }
-        if (!hdr.canary.isValid()) {
-            /* From the fabric without a shim: not ours. */
-            mark_to_drop(std_meta);
-            exit;
-        }
-
-        switch_config.apply(meta);
         port_t port;
-        forwarding.apply(hdr, meta, port);
-        if (meta.routed == 0) {
-            mark_to_drop(std_meta);
-            exit;
+        core.apply(hdr, meta, std_meta.ingress_port, port);
+        if (meta.routed == 1) {
+            std_meta.egress_spec = port;
+        } else if (meta.is_ip == 1 && meta.unicast == 1) {
+            mark_to_drop(std_meta);   /* IP unicast without a route */
+        } else if (meta.flood_group != 0) {
+            std_meta.mcast_grp = meta.flood_group;
+        } else {
+            mark_to_drop(std_meta);   /* a port the controller gave no flood group */
         }
-        std_meta.egress_spec = port;
-
-        if (meta.monitor == 1) {
-            downstream_meter.apply(hdr, meta);
-            if (meta.dsm_hit == 0) {
-                hashpipe.apply(meta);
-                hh_report.apply(hdr, meta);
-            }
-        }
-        path_bf.apply(hdr, meta);
-        if (meta.monitor == 1 && meta.to_host == 0) {
-            upstream_meter.apply(hdr, meta);
-        }
-
-        if (meta.to_host == 1) {
-            hdr.ethernet.ether_type = hdr.canary.ether_type;
-            hdr.canary.setInvalid();
+        if (meta.send_digest == 1) {
+            digest<hh_digest_t>(HH_DIGEST_RECEIVER, {
+                meta.flow.src_addr, meta.flow.dst_addr, meta.flow.protocol,
+                meta.flow.src_port, meta.flow.dst_port, meta.in_path_bf });
         }
     }
 }
 
+/* Flooded copies leaving to a host (replication id 1) lose the shim. */
 control CanaryEgress(inout headers_t hdr, inout canary_meta_t meta,
                      inout standard_metadata_t std_meta) {
-    apply { }
+    apply {
+        if (std_meta.egress_rid == 1 && hdr.canary.isValid()) {
+            hdr.ethernet.ether_type = hdr.canary.ether_type;
+            hdr.canary.setInvalid();
+        }
+    }
 }
 
 control CanaryComputeChecksum(inout headers_t hdr, inout canary_meta_t meta) {
@@ -130,10 +72,7 @@ control CanaryComputeChecksum(inout headers_t hdr, inout canary_meta_t meta) {
 
 control CanaryDeparser(packet_out pkt, in headers_t hdr) {
     apply {
-        pkt.emit(hdr.ethernet);
-        pkt.emit(hdr.canary);
-        pkt.emit(hdr.ipv4);
-        pkt.emit(hdr.ports);
+        pkt.emit(hdr);
     }
 }
 

@@ -1,114 +1,81 @@
-/* HashPipe: 3 stages x 32 entries, exactly canary_core::sketch::HashPipe::update.
+/* HashPipe (v1model): 3 stages x HP_ENTRIES slots keyed by the flow's fingerprint (its CRC-32 with
+ * bit 0 set), exactly canary_core::sketch::HashPipe::update. A slot is a bit<64>: fingerprint ++
+ * count; an empty slot is 0. tna/hashpipe.p4 computes the same with Tofino 1's stateful ALUs
+ * (copies of stage registers, a countdown); here it is written directly.
  *
- * Stage 0 (index c16[15:11] of the packet's key) always installs the packet's key: on a hit it
- * increments; on a miss it evicts the resident into the carry and installs the key with count 1.
- * Miss: stages 1 and 2 work on the carry, indexed by the CARRIED key's slices (c32[14:10],
- * c32[21:17]): empty slot -> insert, same key -> add, smaller resident -> swap, else pass on.
- * Hit: stages 1 and 2 only read the packet's own entries (its own slices) and the reported count
- * hh_count is the sum of the flow's entries; on a miss hh_count is 1.
- * An entry is empty when its count is 0. One access per register per packet. */
-control HashPipeStage0(in flow_t key, in bit<32> idx, out bit<1> hit, out hp_carry_t carry) {
-    register<bit<32>>(HP_ENTRIES) src_addr_reg;
-    register<bit<32>>(HP_ENTRIES) dst_addr_reg;
-    register<bit<32>>(HP_ENTRIES) ports_reg;
-    register<bit<8>>(HP_ENTRIES)  protocol_reg;
-    register<bit<32>>(HP_ENTRIES) count_reg;
-
+ * Stage 0 (index c16[15:11]) always takes the packet: the same fingerprint -> count + 1 (a hit),
+ * otherwise the resident is carried on and the packet's flow takes the slot with count 1.
+ * After a hit, stages 1-2 only read the flow's own slots (indexed by its fingerprint) and the
+ * count is the sum of its slots; after a miss they take the carry (indexed by the carried
+ * fingerprint): empty slot -> insert, same fingerprint -> add, lighter resident -> swap, else
+ * pass on; the count is 1. Returns `short`: how many packets the count is short of `threshold`
+ * (0: reached), 1 when HashPipe is off. */
+control HashPipeStage0(in bit<32> fp, in bit<5> idx, out bit<1> hit, out bit<64> carry,
+                       out bit<32> own) {
+    register<bit<64>>(HP_ENTRIES) count_reg;
     apply {
-        bit<32> ports;
-        bit<32> count;
-        /* Every key register: read the resident, write the packet's key. */
-        src_addr_reg.read(carry.key.src_addr, idx);
-        src_addr_reg.write(idx, key.src_addr);
-        dst_addr_reg.read(carry.key.dst_addr, idx);
-        dst_addr_reg.write(idx, key.dst_addr);
-        ports_reg.read(ports, idx);
-        ports_reg.write(idx, key.src_port ++ key.dst_port);
-        protocol_reg.read(carry.key.protocol, idx);
-        protocol_reg.write(idx, key.protocol);
-        carry.key.src_port = ports[31:16];
-        carry.key.dst_port = ports[15:0];
-
-        count_reg.read(count, idx);
-        if (count != 0 && FLOW_EQ(carry.key, key)) {
+        bit<64> v;
+        count_reg.read(v, (bit<32>)idx);
+        if (v[63:32] == fp) {
             hit = 1;
-            carry.count = count + 1;       /* not carried: the stage-0 count of a hit */
-            count_reg.write(idx, count + 1);
+            own = v[31:0] + 1;
+            carry = 0;
+            count_reg.write((bit<32>)idx, fp ++ own);
         } else {
             hit = 0;
-            carry.count = count;           /* 0 when the slot was empty: nothing carried */
-            count_reg.write(idx, 1);
+            own = 1;
+            carry = v;
+            count_reg.write((bit<32>)idx, fp ++ 32w1);
         }
     }
 }
 
-control HashPipeStage(in flow_t key, in bit<32> idx, in bit<1> hit,
-                      inout hp_carry_t carry, inout bit<32> total) {
-    register<bit<32>>(HP_ENTRIES) src_addr_reg;
-    register<bit<32>>(HP_ENTRIES) dst_addr_reg;
-    register<bit<32>>(HP_ENTRIES) ports_reg;
-    register<bit<8>>(HP_ENTRIES)  protocol_reg;
-    register<bit<32>>(HP_ENTRIES) count_reg;
-
+control HashPipeStage(in bit<32> fp, in bit<1> hit, inout bit<64> carry, inout bit<32> total)
+                     (bit<8> lo) {
+    register<bit<64>>(HP_ENTRIES) count_reg;
     apply {
-        flow_t r;
-        bit<32> ports;
-        bit<32> count;
-        src_addr_reg.read(r.src_addr, idx);
-        dst_addr_reg.read(r.dst_addr, idx);
-        ports_reg.read(ports, idx);
-        protocol_reg.read(r.protocol, idx);
-        r.src_port = ports[31:16];
-        r.dst_port = ports[15:0];
-        count_reg.read(count, idx);
+        /* stage 1: fp[14:10], stage 2: fp[21:17] (defines.p4) */
+        bit<32> key = fp;
+        if (hit == 0) {
+            key = carry[63:32];
+        }
+        bit<32> i = (bit<32>)((key >> lo)[4:0]);
+        bit<64> v;
+        count_reg.read(v, i);
         if (hit == 1) {
-            if (count != 0 && FLOW_EQ(r, key)) {
-                total = total + count;
+            if (v[63:32] == fp) {
+                total = total + v[31:0];
             }
-        } else if (carry.count != 0) {
-            if (count == 0 || !FLOW_EQ(r, carry.key) && count < carry.count) {
-                /* insert into an empty slot, or swap with a lighter resident */
-                src_addr_reg.write(idx, carry.key.src_addr);
-                dst_addr_reg.write(idx, carry.key.dst_addr);
-                ports_reg.write(idx, carry.key.src_port ++ carry.key.dst_port);
-                protocol_reg.write(idx, carry.key.protocol);
-                count_reg.write(idx, carry.count);
-                carry.key = r;
-                carry.count = count;       /* 0 after an insert: nothing carried */
-            } else if (FLOW_EQ(r, carry.key)) {
-                count_reg.write(idx, count + carry.count);
-                carry.count = 0;
+        } else if (carry[31:0] != 0) {
+            if (v[31:0] == 0) {
+                count_reg.write(i, carry);
+                carry = 0;
+            } else if (v[63:32] == carry[63:32]) {
+                count_reg.write(i, v[63:32] ++ (v[31:0] + carry[31:0]));
+                carry = 0;
+            } else if (v[31:0] < carry[31:0]) {
+                count_reg.write(i, carry);
+                carry = v;
             }
         }
     }
 }
 
-control HashPipe(inout canary_meta_t meta) {
+control HashPipe(in canary_meta_t meta, in bit<1> on, in bit<32> threshold, out bit<32> short) {
     HashPipeStage0() stage0;
-    HashPipeStage() stage1;
-    HashPipeStage() stage2;
-
+    HashPipeStage(10) stage1;
+    HashPipeStage(17) stage2;
     apply {
-        bit<1> hit;
-        hp_carry_t carry;
-        bit<32> cc32;
-        stage0.apply(meta.flow, HP0_INDEX(meta.c32, meta.c16), hit, carry);
-        bit<32> total = carry.count;
-        if (hit == 0) {
-            total = 1;
-            hash(cc32, HashAlgorithm.crc32, (bit<32>)0,
-                 { carry.key.src_addr, carry.key.dst_addr, carry.key.protocol,
-                   carry.key.src_port, carry.key.dst_port }, (bit<64>)0x100000000);
-        } else {
-            cc32 = meta.c32;
+        short = 1;
+        if (on == 1) {
+            bit<32> fp = meta.c32 | 1;
+            bit<1> hit;
+            bit<64> carry;
+            bit<32> count;
+            stage0.apply(fp, HP0_INDEX(meta.c32, meta.c16), hit, carry, count);
+            stage1.apply(fp, hit, carry, count);
+            stage2.apply(fp, hit, carry, count);
+            short = threshold |-| count;
         }
-        stage1.apply(meta.flow, HP1_INDEX(cc32), hit, carry, total);
-        if (hit == 0) {
-            hash(cc32, HashAlgorithm.crc32, (bit<32>)0,
-                 { carry.key.src_addr, carry.key.dst_addr, carry.key.protocol,
-                   carry.key.src_port, carry.key.dst_port }, (bit<64>)0x100000000);
-        }
-        stage2.apply(meta.flow, HP2_INDEX(cc32), hit, carry, total);
-        meta.hh_count = total;
     }
 }

@@ -1,9 +1,10 @@
 //! The epoch loop, written once for every [`Fabric`]: the simulator and real switches.
 //!
 //! One epoch, after its traffic (Sec. III-D to III-G):
-//! 1. flip every monitor to the other parity; retire flows' USM rules decided last epoch;
+//! 1. flip every monitor to the next epoch (the other parity); retire flows' USM rules decided
+//!    last epoch;
 //! 2. wait for the packets of the finished epoch still in flight to reach their DSMs;
-//! 3. harvest (read and clear) the finished instance; remove the DSM rules held back;
+//! 3. harvest the finished epoch's counts; remove the DSM rules held back;
 //! 4. minus meters (Alg. 3) → segment counts → window of n epochs → success probabilities;
 //! 5. localize (multi-stage CD over sub-problems in parallel);
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
@@ -55,7 +56,6 @@ pub struct Controller {
     window: Window,
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
-    parity: Parity,
     next_flip: Duration,
     /// Switches whose outage spoils this epoch's segments too (configured again after a flip).
     disturbed_now: HashSet<SwitchIx>,
@@ -78,7 +78,6 @@ impl Controller {
             window: Window::new(cfg.window),
             run_totals: BTreeMap::new(),
             epoch: 0,
-            parity: Parity::Even,
             next_flip: Duration::ZERO,
             disturbed_now: HashSet::new(),
             disturbed_next: HashSet::new(),
@@ -100,9 +99,9 @@ impl Controller {
         self.topo.monitors().collect()
     }
 
-    /// Starts epoch 0: every monitor counts in the even instance and every segment asks for flows.
+    /// Starts epoch 0: every monitor counts in it and every segment asks for flows.
     pub async fn start<F: Fabric>(&mut self, fabric: &mut F) {
-        let _ = fabric.set_parity(Parity::Even).await;
+        let _ = fabric.set_epoch(self.epoch).await;
         let all: HashSet<SwitchIx> = self.topo.monitors().collect();
         let ops = self
             .selector
@@ -119,11 +118,10 @@ impl Controller {
         if self.next_flip > now {
             fabric.wait(self.next_flip - now).await;
         }
-        let finished = self.parity;
-        self.parity = finished.flip();
+        let finished = self.epoch;
         let flipped_at = fabric.now();
         let mut unreachable: HashSet<SwitchIx> = HashSet::new();
-        for (s, r) in fabric.set_parity(self.parity).await {
+        for (s, r) in fabric.set_epoch(finished + 1).await {
             if let Err(e) = r {
                 tracing::warn!(switch = self.topo.name_of(s), "parity flip failed: {e}");
                 unreachable.insert(s);
@@ -248,7 +246,7 @@ impl Controller {
         unreachable.sort();
         let report = EpochReport {
             epoch: self.epoch,
-            parity: finished,
+            parity: Parity::of_epoch(finished),
             at_s: flipped_at.as_secs_f64(),
             packets_counted: det.packets(),
             packets_lost: det.lost(),

@@ -17,9 +17,10 @@ use canary_core::localize::{CanaryParams, Grouping};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
-use canary_switch::bmv2_fabric::{Bmv2Fabric, Bmv2Options};
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
+use canary_switch::fabric::{FabricOptions, SwitchFabric};
 use canary_switch::p4info::P4InfoIndex;
-use canary_switch::switches::SwitchesFile;
+use canary_switch::switches::{port_map, SwitchesFile};
 use std::future::Future;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -57,6 +58,8 @@ pub struct RunOptions {
     pub window: usize,
     pub min_lossy_epochs: u32,
     pub bmv2: Bmv2Options,
+    /// A switch whose harvest takes longer is left out of the epoch.
+    pub harvest_deadline: Duration,
     /// How long to wait at start for switches that are not up yet.
     pub connect_patience: Duration,
     pub quiet: bool,
@@ -153,14 +156,29 @@ pub async fn run(
     let switches_path = opts.switches.display().to_string();
     let bound = SwitchesFile::load(&switches_path)?.bind(&switches_path, &prep.topo)?;
     let p4 = load_p4(opts.p4.as_deref())?;
-    let mut fabric = Bmv2Fabric::new(
-        prep.topo.clone(),
-        bound,
+    let ports = port_map(&bound);
+    let program = Arc::new(Bmv2Program::new(
         p4.p4info.clone(),
         p4.device_config.clone(),
-        prep.codec.masks.clone(),
-        opts.bmv2.clone(),
-    )?;
+    )?);
+    let drivers = bound
+        .into_iter()
+        .map(|b| {
+            let monitor = prep.topo.switches[b.ix as usize].monitor;
+            Bmv2Driver::new(b, monitor, program.clone(), opts.bmv2.clone())
+        })
+        .collect();
+    let mut fabric = SwitchFabric::new(
+        &prep.topo,
+        &ports,
+        &prep.codec.masks,
+        drivers,
+        program.program.capacity(),
+        FabricOptions {
+            harvest_deadline: opts.harvest_deadline,
+            attach_only: false,
+        },
+    );
     let metrics = Arc::new(Metrics::new());
     if let Some(addr) = &opts.metrics {
         let bound = metrics::serve(addr, metrics.clone()).await?;
@@ -207,7 +225,7 @@ pub async fn run(
                 break;
             }
         };
-        metrics.observe(&ctl, &r, fabric.digests_dropped());
+        metrics.observe(&ctl, &r, fabric.counters.digests_dropped);
         if let Some(f) = report.as_mut() {
             f.append(&r)?;
         }

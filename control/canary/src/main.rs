@@ -9,7 +9,7 @@ use canary::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
-use canary_switch::bmv2_fabric::Bmv2Options;
+use canary_switch::drivers::bmv2::Bmv2Options;
 use clap::{Args, Parser, Subcommand};
 use std::io::Write;
 use std::path::PathBuf;
@@ -423,12 +423,12 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
             role: a.role,
-            harvest_deadline: a
-                .harvest_deadline_ms
-                .map(Duration::from_millis)
-                .unwrap_or(epoch.mul_f64(0.8)),
             ..Default::default()
         },
+        harvest_deadline: a
+            .harvest_deadline_ms
+            .map(Duration::from_millis)
+            .unwrap_or(epoch.mul_f64(0.8)),
         connect_patience: Duration::from_secs(a.connect_timeout_s),
         quiet: a.quiet,
     };

@@ -222,8 +222,8 @@ fn ip(a: u32) -> String {
 fn flow_keys(f: &FlowId) -> String {
     format!(
         "{} {} {} {} {}",
-        ip(f.src),
-        ip(f.dst),
+        ip(f.src.as_v4().unwrap()),
+        ip(f.dst.as_v4().unwrap()),
         f.proto,
         f.sport,
         f.dport
@@ -242,8 +242,8 @@ fn frame(f: &FlowId, seq: u16) -> Vec<u8> {
     let mut iph = vec![0x45, 0, (total >> 8) as u8, total as u8];
     iph.extend_from_slice(&seq.to_be_bytes());
     iph.extend_from_slice(&[0x40, 0, 64, f.proto, 0, 0]);
-    iph.extend_from_slice(&f.src.to_be_bytes());
-    iph.extend_from_slice(&f.dst.to_be_bytes());
+    iph.extend_from_slice(&f.src.as_v4().unwrap().to_be_bytes());
+    iph.extend_from_slice(&f.dst.as_v4().unwrap().to_be_bytes());
     let sum: u32 = iph
         .chunks(2)
         .map(|c| u32::from(c[0]) << 8 | u32::from(c[1]))
@@ -285,13 +285,7 @@ fn shim_seq(fr: &[u8], seq: u16) -> bool {
 }
 
 fn udp(sport: u16) -> FlowId {
-    FlowId {
-        src: 0x0a00_0101,
-        dst: 0x0a00_0202,
-        proto: 17,
-        sport,
-        dport: 2000,
-    }
+    FlowId::v4(0x0a00_0101, 0x0a00_0202, 17, sport, 2000)
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -1165,8 +1159,8 @@ fn compare_registers(cli: &mut CliSession, names: &Names, s: &ModelSwitch) {
                         at("protocol", col),
                     );
                     let want = (
-                        u64::from(f.src),
-                        u64::from(f.dst),
+                        u64::from(f.src.as_v4().unwrap()),
+                        u64::from(f.dst.as_v4().unwrap()),
                         u64::from(f.sport) << 16 | u64::from(f.dport),
                         u64::from(f.proto),
                     );
@@ -1198,13 +1192,13 @@ fn compare_registers(cli: &mut CliSession, names: &Names, s: &ModelSwitch) {
             let count = count as u32;
             let got = (count != 0).then(|| {
                 let ports = v[&reg("ports")][i] as u32;
-                let f = FlowId {
-                    src: v[&reg("src_addr")][i] as u32,
-                    dst: v[&reg("dst_addr")][i] as u32,
-                    proto: v[&reg("protocol")][i] as u8,
-                    sport: (ports >> 16) as u16,
-                    dport: ports as u16,
-                };
+                let f = FlowId::v4(
+                    v[&reg("src_addr")][i] as u32,
+                    v[&reg("dst_addr")][i] as u32,
+                    v[&reg("protocol")][i] as u8,
+                    (ports >> 16) as u16,
+                    ports as u16,
+                );
                 (f, count)
             });
             assert_eq!(

@@ -85,8 +85,13 @@ impl Line {
 
     fn send(&self, flow: &FlowId, n: u16) {
         for i in 0..n {
-            self.h1
-                .send(&udp_frame(flow.src, flow.dst, flow.sport, flow.dport, i));
+            self.h1.send(&udp_frame(
+                flow.src.as_v4().unwrap(),
+                flow.dst.as_v4().unwrap(),
+                flow.sport,
+                flow.dport,
+                i,
+            ));
         }
     }
 
@@ -109,13 +114,13 @@ impl Line {
 }
 
 fn flow(sport: u16) -> FlowId {
-    FlowId {
-        src: u32::from(std::net::Ipv4Addr::new(10, 0, 1, 2)),
-        dst: u32::from(std::net::Ipv4Addr::new(10, 0, 2, 2)),
-        proto: 17,
+    FlowId::v4(
+        u32::from(std::net::Ipv4Addr::new(10, 0, 1, 2)),
+        u32::from(std::net::Ipv4Addr::new(10, 0, 2, 2)),
+        17,
         sport,
-        dport: 5001,
-    }
+        5001,
+    )
 }
 
 fn usm_count(snaps: &[MeterSnapshot], s: u32, f: &FlowId) -> Option<u32> {
@@ -355,8 +360,8 @@ fn preload(layout: &MeterLayout, s: u32, dsm: bool, f: &FlowId, bf: u32, count: 
         let col = canary_core::sketch::meter_index(h, row, cfg.width) as i32;
         let mut fields: Vec<(&str, i64)> = vec![
             ("used", 1),
-            ("src_addr", i64::from(f.src)),
-            ("dst_addr", i64::from(f.dst)),
+            ("src_addr", i64::from(f.src.as_v4().unwrap())),
+            ("dst_addr", i64::from(f.dst.as_v4().unwrap())),
             ("ports", i64::from(f.sport) << 16 | i64::from(f.dport)),
             ("protocol", i64::from(f.proto)),
             ("dirty", 0),

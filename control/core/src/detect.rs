@@ -568,19 +568,14 @@ mod tests {
     }
 
     fn flow(n: u32) -> FlowId {
-        FlowId {
-            src: 0x0a00_0002 + n,
-            dst: 0x0a03_0102,
-            proto: 6,
-            sport: 1000 + n as u16,
-            dport: 80,
-        }
+        FlowId::v4(0x0a00_0002 + n, 0x0a03_0102, 6, 1000 + n as u16, 80)
     }
 
     fn snap(switch: SwitchIx) -> MeterSnapshot {
         let cfg = MeterConfig::new(3, 64).unwrap();
         MeterSnapshot {
             switch,
+            epoch: 0,
             parity: Parity::Even,
             usm: Usm::new(cfg).unwrap(),
             dsm: Dsm::new(cfg).unwrap(),
@@ -693,6 +688,7 @@ mod tests {
             .iter()
             .map(|&m| MeterSnapshot {
                 switch: m,
+                epoch: 0,
                 parity: Parity::Even,
                 usm: Usm::new(cfg).unwrap(),
                 dsm: Dsm::new(cfg).unwrap(),

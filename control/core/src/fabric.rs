@@ -3,6 +3,7 @@
 //!
 //! The controller's epoch loop (in the `canary` crate) is written once against this trait.
 
+use crate::capacity::Capacity;
 use crate::sketch::{Dsm, Usm};
 use crate::topo::SwitchIx;
 use crate::FlowId;
@@ -35,10 +36,12 @@ impl Parity {
     }
 }
 
-/// One monitor switch's meters of one parity, as harvested.
+/// One monitor switch's meters of one epoch, as harvested.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct MeterSnapshot {
     pub switch: SwitchIx,
+    /// The epoch counted, and its parity (`Parity::of_epoch(epoch)`).
+    pub epoch: u64,
     pub parity: Parity,
     pub usm: Usm,
     pub dsm: Dsm,
@@ -134,11 +137,15 @@ pub trait Fabric {
     fn now(&self) -> Duration;
     /// Lets `d` pass (traffic keeps flowing).
     async fn wait(&mut self, d: Duration);
-    /// Makes every monitor count and mark in `parity` from now on.
-    async fn set_parity(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<()>)>;
-    /// Reads, then clears, the `parity` instance of every monitor's USM and DSM; also clears
-    /// HashPipe, so heavy hitters are those of the last epoch, not of all time.
-    async fn harvest(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)>;
+    /// What each switch holds (table sizes, meter shapes), from its program.
+    fn capacity(&self) -> Capacity;
+    /// Makes every monitor count and mark in `epoch` from now on (in its parity's meters, its
+    /// buckets tagged with `model::epoch_tag(epoch)`).
+    async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)>;
+    /// Reads every monitor's USM and DSM counts of `epoch` (finished: the monitors count in the
+    /// next one); also clears HashPipe, so heavy hitters are those of the last epoch, not of
+    /// all time. The meters need no clearing: epoch tags retire old counts.
+    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)>;
     /// Applies rule changes in order; returns the ones that failed.
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;
     /// HH reports received since the last call.

@@ -7,11 +7,13 @@
 //! Nothing here does I/O, reads a clock or draws unseeded randomness: every function takes values
 //! and returns values, so tests and benchmarks call it directly.
 
+pub mod capacity;
 pub mod detect;
 pub mod fabric;
 pub mod fault;
 pub mod flow;
 pub mod localize;
+pub mod model;
 pub mod pathbf;
 pub mod score;
 pub mod select;

@@ -382,13 +382,7 @@ mod tests {
     }
 
     fn flow(n: u32) -> FlowId {
-        FlowId {
-            src: n,
-            dst: 7,
-            proto: 6,
-            sport: 1,
-            dport: 2,
-        }
+        FlowId::v4(n, 7, 6, 1, 2)
     }
 
     fn params() -> SelectionParams {

@@ -1,29 +1,37 @@
-//! The simulated fabric: switch state, flows, packets, and the `Fabric` implementation.
+//! The simulated fabric: flows, packets, lossy links, and the `Fabric` implementation. Every
+//! switch is the reference model (`canary_core::model::SwitchModel`): a flow's path is the one the
+//! switches' forwarding tables give it (the ECMP member the data plane picks), and every packet
+//! passes each switch's meter step, so the simulator's counts, paths and digests are what the
+//! P4 program would produce.
 
 use crate::traffic::TrafficConfig;
+use canary_core::capacity::Capacity;
 use canary_core::fabric::{
     Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
 };
+use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::sketch::{Dsm, FlowHashes, HashPipe, HashPipeConfig, MeterConfig, Usm};
-use canary_core::topo::{LinkIx, Routing, SwitchIx, Topology};
+use canary_core::sketch::FlowHashes;
+use canary_core::topo::{FloodTree, ForwardingState, LinkIx, PortMap, Routing, SwitchIx, Topology};
 use canary_core::FlowId;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::{Deserialize, Serialize};
 use std::cmp::Reverse;
-use std::collections::{BinaryHeap, HashMap, HashSet};
+use std::collections::{BinaryHeap, HashSet};
 use std::time::Duration;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
     pub traffic: TrafficConfig,
-    pub meters: MeterConfig,
-    pub hashpipe: HashPipeConfig,
+    /// What each switch holds: meter shapes and table sizes (default: the P4 program's).
+    pub capacity: Capacity,
     /// Per-hop latency (serialisation, propagation, queueing), ns.
     pub hop_latency_ns: u64,
-    /// A parity flip reaches each switch within this much time of the controller's command.
+    /// An epoch flip reaches each switch within this much time of the controller's command.
     pub max_flip_skew_ns: u64,
+    /// A share of flows between IPv6 addresses, in [0, 1].
+    pub ipv6_share: f64,
     pub seed: u64,
 }
 
@@ -31,10 +39,10 @@ impl Default for SimConfig {
     fn default() -> Self {
         Self {
             traffic: TrafficConfig::default(),
-            meters: MeterConfig::default(),
-            hashpipe: HashPipeConfig::default(),
+            capacity: Capacity::of_program(),
             hop_latency_ns: 5_000,
             max_flip_skew_ns: 50_000,
+            ipv6_share: 0.0,
             seed: 1,
         }
     }
@@ -48,35 +56,26 @@ pub struct SimStats {
     pub dropped: u64,
     pub flows_started: u64,
     pub reports: u64,
+    /// Flows not opened because no route led to their destination.
+    pub unroutable: u64,
 }
 
-struct SwitchState {
-    monitor: bool,
-    mask: u32,
-    usm: [Usm; 2],
-    dsm: [Dsm; 2],
-    hashpipe: HashPipe,
-    /// DSM rules by flow: the pathBFs each matches.
-    dsm_rules: HashMap<FlowId, Vec<u32>>,
-    usm_rules: HashSet<FlowId>,
-    /// HH rules: pathBF → η.
-    hh_rules: HashMap<u32, u32>,
-    parity: Parity,
-    prev_parity: Parity,
+/// One switch: the model, and the epoch flip as it reaches the switch (with skew).
+struct SimSwitch {
+    model: SwitchModel,
+    epoch: u64,
+    prev_epoch: u64,
     flip_at: u64,
     down: bool,
 }
 
-impl SwitchState {
-    fn parity_at(&self, t: u64) -> usize {
-        self.parity_value_at(t).index()
-    }
-
-    fn parity_value_at(&self, t: u64) -> Parity {
+impl SimSwitch {
+    /// The epoch the switch counts in at time `t`.
+    fn epoch_at(&self, t: u64) -> u64 {
         if t >= self.flip_at {
-            self.parity
+            self.epoch
         } else {
-            self.prev_parity
+            self.prev_epoch
         }
     }
 }
@@ -86,6 +85,7 @@ struct Flow {
     h: FlowHashes,
     host: u32,
     slot: u32,
+    /// The switches the flow's packets cross, as the forwarding tables route them.
     path: Vec<SwitchIx>,
     links: Vec<LinkIx>,
     remaining: u64,
@@ -97,9 +97,6 @@ struct Flow {
     line_gap_ns: u64,
     burst_start: u64,
     in_flight: u32,
-    /// Bit i: the switch at path position i has a USM (resp. DSM) rule for this flow.
-    usm_at: u16,
-    dsm_at: u16,
     live: bool,
 }
 
@@ -107,9 +104,7 @@ struct Flow {
 struct Packet {
     flow: u32,
     hop: u8,
-    /// 0: not counted upstream; 1 + parity: counted in that parity.
-    mark: u8,
-    bf: u32,
+    shim: Shim,
     t: u64,
 }
 
@@ -121,18 +116,21 @@ struct LinkLoss {
 
 pub struct SimFabric {
     topo: Topology,
-    routing: Routing,
+    ports: PortMap,
+    forwarding: Vec<ForwardingState>,
+    masks: Vec<u32>,
     cfg: SimConfig,
-    switches: Vec<SwitchState>,
+    switches: Vec<SimSwitch>,
     links: Vec<LinkLoss>,
     flows: Vec<Flow>,
     free: Vec<u32>,
-    by_id: HashMap<FlowId, u32>,
     next_send: BinaryHeap<Reverse<(u64, u32)>>,
     /// Slots waiting to open a new flow: (time, host, slot).
     idle_slots: BinaryHeap<Reverse<(u64, u32, u32)>>,
     pending: Vec<Packet>,
     reports: Vec<HhReport>,
+    /// Digests not yet taken: a switch's digest engine sends a flow once until the controller
+    /// acknowledges it (P4Runtime's digest cache), though the pipeline asks per packet.
     reported: HashSet<(SwitchIx, FlowId)>,
     now: u64,
     port_seq: u32,
@@ -143,8 +141,21 @@ pub struct SimFabric {
 
 impl SimFabric {
     /// A fabric over `topo` (switch IDs as the pathBF audit left them) with per-directed-link
-    /// drop probabilities `loss`.
+    /// drop probabilities `loss`, its ports numbered canonically.
     pub fn new(topo: Topology, codec: &PathBfCodec, loss: Vec<f64>, cfg: SimConfig) -> Self {
+        let ports = PortMap::canonical(&topo);
+        Self::with_ports(topo, codec, loss, cfg, ports)
+    }
+
+    /// [`SimFabric::new`] with the ports of a real fabric (a switches file), so flows take the
+    /// paths they take there.
+    pub fn with_ports(
+        topo: Topology,
+        codec: &PathBfCodec,
+        loss: Vec<f64>,
+        cfg: SimConfig,
+        ports: PortMap,
+    ) -> Self {
         assert_eq!(
             loss.len(),
             topo.links.len(),
@@ -152,21 +163,17 @@ impl SimFabric {
         );
         let mut rng = ChaCha8Rng::seed_from_u64(cfg.seed);
         let mut loss_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_1055);
-        let switches = topo
-            .switches
-            .iter()
-            .enumerate()
-            .map(|(i, s)| SwitchState {
-                monitor: s.monitor,
-                mask: codec.masks[i],
-                usm: [Usm::new(cfg.meters).unwrap(), Usm::new(cfg.meters).unwrap()],
-                dsm: [Dsm::new(cfg.meters).unwrap(), Dsm::new(cfg.meters).unwrap()],
-                hashpipe: HashPipe::new(cfg.hashpipe).unwrap(),
-                dsm_rules: HashMap::new(),
-                usm_rules: HashSet::new(),
-                hh_rules: HashMap::new(),
-                parity: Parity::Even,
-                prev_parity: Parity::Even,
+        let routing = Routing::new(&topo);
+        let tree = FloodTree::new(&topo);
+        let forwarding: Vec<ForwardingState> = (0..topo.switches.len() as SwitchIx)
+            .map(|s| ForwardingState::of(&topo, &routing, &tree, s, ports.of(s)))
+            .collect();
+        let masks = codec.masks.clone();
+        let switches = (0..topo.switches.len())
+            .map(|i| SimSwitch {
+                model: configured(&cfg, &topo, &masks, &forwarding, i, 0),
+                epoch: 0,
+                prev_epoch: 0,
                 flip_at: 0,
                 down: false,
             })
@@ -186,16 +193,16 @@ impl SimFabric {
                 idle_slots.push(Reverse((t, host, slot)));
             }
         }
-        let routing = Routing::new(&topo);
         Self {
             topo,
-            routing,
+            ports,
+            forwarding,
+            masks,
             cfg,
             switches,
             links,
             flows: Vec::new(),
             free: Vec::new(),
-            by_id: HashMap::new(),
             next_send: BinaryHeap::new(),
             idle_slots,
             pending: Vec::new(),
@@ -213,29 +220,55 @@ impl SimFabric {
         &self.topo
     }
 
+    /// The switch model of `s` (its tables and registers), for tests.
+    pub fn model(&self, s: SwitchIx) -> &SwitchModel {
+        &self.switches[s as usize].model
+    }
+
     /// Time for every packet in flight to reach its end (longest path, plus flip skew).
     pub fn drain_time(&self) -> Duration {
         let hops = 2 * self.topo.top_layer() as u64 + 1;
         Duration::from_nanos(2 * (hops * self.cfg.hop_latency_ns + self.cfg.max_flip_skew_ns))
     }
 
-    /// Takes a switch down (it answers nothing and forwards nothing) or brings it back with
-    /// empty tables and meters, as a restarted switch comes back.
+    /// Takes a switch down (it answers nothing and forwards nothing) or brings it back as a
+    /// restarted switch comes back: empty meters, no Canary rules, its forwarding and
+    /// configuration pushed again.
     pub fn set_switch_down(&mut self, s: SwitchIx, down: bool) {
-        let cfg = &self.cfg;
         let sw = &mut self.switches[s as usize];
         if sw.down && !down {
-            sw.usm = [Usm::new(cfg.meters).unwrap(), Usm::new(cfg.meters).unwrap()];
-            sw.dsm = [Dsm::new(cfg.meters).unwrap(), Dsm::new(cfg.meters).unwrap()];
-            sw.hashpipe = HashPipe::new(cfg.hashpipe).unwrap();
-            sw.dsm_rules.clear();
-            sw.usm_rules.clear();
-            sw.hh_rules.clear();
-            for f in self.flows.iter_mut().filter(|f| f.live) {
-                refresh_rule_bits(f, &self.switches);
+            sw.model = configured(
+                &self.cfg,
+                &self.topo,
+                &self.masks,
+                &self.forwarding,
+                s as usize,
+                sw.epoch,
+            );
+        }
+        sw.down = down;
+    }
+
+    /// The path the forwarding tables give `id` from host `host`'s switch, and its links;
+    /// `None` if a switch has no route.
+    fn route(&self, host: u32, id: &FlowId, h: FlowHashes) -> Option<(Vec<SwitchIx>, Vec<LinkIx>)> {
+        let mut s = self.topo.hosts[host as usize].switch;
+        let mut path = vec![s];
+        let mut links = Vec::new();
+        loop {
+            let port = self.switches[s as usize].model.route(id, h.c32)?;
+            let ports = self.ports.of(s);
+            if ports.host(port).is_some() {
+                return Some((path, links));
+            }
+            let next = ports.neighbor(port)?;
+            links.push(self.topo.link(s, next)?);
+            path.push(next);
+            s = next;
+            if path.len() > 4 * (self.topo.top_layer() as usize + 1) {
+                return None;
             }
         }
-        self.switches[s as usize].down = down;
     }
 
     fn open_flow(&mut self, host: u32, slot: u32, t: u64) {
@@ -248,29 +281,30 @@ impl SimFabric {
             }
         };
         self.port_seq = self.port_seq.wrapping_add(1);
-        let id = FlowId {
-            src: self.topo.hosts[host as usize].addr,
-            dst: self.topo.hosts[dst as usize].addr,
-            proto: 6,
-            sport: 1024 + (self.port_seq % 64_000) as u16,
-            dport: self.rng.random_range(1024..u16::MAX),
+        let (src_h, dst_h) = (
+            &self.topo.hosts[host as usize],
+            &self.topo.hosts[dst as usize],
+        );
+        let v6 = self.cfg.ipv6_share > 0.0 && self.rng.random_bool(self.cfg.ipv6_share.min(1.0));
+        let sport = 1024 + (self.port_seq % 64_000) as u16;
+        let dport = self.rng.random_range(1024..u16::MAX);
+        let id = if v6 {
+            FlowId::v6(src_h.addr6, dst_h.addr6, 6, sport, dport)
+        } else {
+            FlowId::v4(src_h.addr, dst_h.addr, 6, sport, dport)
         };
         let h = FlowHashes::of(&id);
-        let path = self.routing.path(
-            &self.topo,
-            src_sw,
-            self.topo.hosts[dst as usize].switch,
-            h.c32,
-        );
-        let links = path
-            .windows(2)
-            .map(|w| self.topo.link(w[0], w[1]).unwrap())
-            .collect();
         let shape = self
             .cfg
             .traffic
             .draw(self.cfg.traffic.class(slot), &mut self.rng);
-        let mut flow = Flow {
+        let Some((path, links)) = self.route(host, &id, h) else {
+            self.stats.unroutable += 1;
+            let when = t + self.cfg.traffic.think(&mut self.rng);
+            self.idle_slots.push(Reverse((when, host, slot)));
+            return;
+        };
+        let flow = Flow {
             id,
             h,
             host,
@@ -285,11 +319,8 @@ impl SimFabric {
             line_gap_ns: self.cfg.traffic.line_gap_ns,
             burst_start: t,
             in_flight: 0,
-            usm_at: 0,
-            dsm_at: 0,
             live: true,
         };
-        refresh_rule_bits(&mut flow, &self.switches);
         let ix = match self.free.pop() {
             Some(i) => {
                 self.flows[i as usize] = flow;
@@ -300,8 +331,6 @@ impl SimFabric {
                 (self.flows.len() - 1) as u32
             }
         };
-        // A recycled 5-tuple: the older flow keeps running but rule changes follow the new one.
-        self.by_id.insert(id, ix);
         self.stats.flows_started += 1;
         self.next_send.push(Reverse((t, ix)));
     }
@@ -327,8 +356,7 @@ impl SimFabric {
             let mut p = Packet {
                 flow: fi,
                 hop: 0,
-                mark: 0,
-                bf: 0,
+                shim: Shim::default(),
                 t,
             };
             let f = &mut self.flows[fi as usize];
@@ -358,7 +386,9 @@ impl SimFabric {
     }
 
     /// Moves a packet along its path until it is delivered or dropped (true) or its next hop
-    /// lies beyond `until` (false).
+    /// lies beyond `until` (false). At every switch the model's meter step runs (the path is
+    /// the one its forwarding step gave the flow); the first switch pushed the shim
+    /// (`Packet::shim` starts empty), the last removes it.
     fn walk(&mut self, p: &mut Packet, until: u64) -> bool {
         let fi = p.flow as usize;
         loop {
@@ -373,40 +403,21 @@ impl SimFabric {
             if sw.down {
                 return self.finish(fi, false);
             }
-            if sw.monitor {
-                let dsm_rule = f.dsm_at & (1 << hop) != 0
-                    && sw
-                        .dsm_rules
-                        .get(&f.id)
-                        .is_some_and(|bfs| bfs.contains(&p.bf));
-                if dsm_rule {
-                    if p.mark > 0 {
-                        sw.dsm[(p.mark - 1) as usize].update(&f.id, f.h, p.bf);
-                    }
-                } else {
-                    let count = sw.hashpipe.update(&f.id, f.h);
-                    // A digest is not re-sent for a flow until the controller has taken it.
-                    if !sw.hh_rules.is_empty()
-                        && sw.hh_rules.get(&p.bf).is_some_and(|&eta| count > eta)
-                        && self.reported.insert((s, f.id))
-                    {
-                        self.reports.push(HhReport {
-                            switch: s,
-                            flow: f.id,
-                            path_bf: p.bf,
-                        });
-                        self.stats.reports += 1;
-                    }
+            let tag = epoch_tag(sw.epoch_at(p.t));
+            let mut config = sw.model.config();
+            if config.epoch != tag {
+                config.epoch = tag;
+                sw.model.set_config(config);
+            }
+            if let Some(d) = sw.model.monitor(&f.id, f.h, &mut p.shim, last) {
+                if self.reported.insert((s, d.flow)) {
+                    self.reports.push(HhReport {
+                        switch: s,
+                        flow: d.flow,
+                        path_bf: d.path_bf,
+                    });
+                    self.stats.reports += 1;
                 }
-                p.mark = 0;
-                p.bf = sw.mask;
-                if !last && f.usm_at & (1 << hop) != 0 {
-                    let par = sw.parity_at(p.t);
-                    sw.usm[par].update(&f.id, f.h);
-                    p.mark = 1 + par as u8;
-                }
-            } else {
-                p.bf |= sw.mask;
             }
             if last {
                 return self.finish(fi, true);
@@ -432,34 +443,30 @@ impl SimFabric {
         f.in_flight -= 1;
         if f.remaining == 0 && f.in_flight == 0 {
             f.live = false;
-            if self.by_id.get(&f.id) == Some(&(fi as u32)) {
-                self.by_id.remove(&f.id);
-            }
             self.free.push(fi as u32);
         }
         true
     }
-
-    fn rule_changed(&mut self, flow: FlowId) {
-        if let Some(&fi) = self.by_id.get(&flow) {
-            refresh_rule_bits(&mut self.flows[fi as usize], &self.switches);
-        }
-    }
 }
 
-/// Recomputes which hops of a flow's path have rules for it.
-fn refresh_rule_bits(f: &mut Flow, switches: &[SwitchState]) {
-    f.usm_at = 0;
-    f.dsm_at = 0;
-    for (i, &s) in f.path.iter().enumerate() {
-        let sw = &switches[s as usize];
-        if sw.usm_rules.contains(&f.id) {
-            f.usm_at |= 1 << i;
-        }
-        if sw.dsm_rules.contains_key(&f.id) {
-            f.dsm_at |= 1 << i;
-        }
-    }
+/// Switch `i` as the controller configures it at start or after a restart: its forwarding,
+/// monitor flag, pathBF mask and epoch; no Canary rules.
+fn configured(
+    cfg: &SimConfig,
+    topo: &Topology,
+    masks: &[u32],
+    forwarding: &[ForwardingState],
+    i: usize,
+    epoch: u64,
+) -> SwitchModel {
+    let mut m = SwitchModel::new(cfg.capacity);
+    m.set_forwarding(forwarding[i].clone());
+    m.set_config(SwitchConfig {
+        monitor: topo.switches[i].monitor,
+        mask: masks[i],
+        epoch: epoch_tag(epoch),
+    });
+    m
 }
 
 fn switch_down() -> SwitchError {
@@ -487,47 +494,52 @@ impl Fabric for SimFabric {
         self.advance_to(self.now + d.as_nanos() as u64);
     }
 
-    async fn set_parity(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<()>)> {
+    fn capacity(&self) -> Capacity {
+        self.cfg.capacity
+    }
+
+    async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
         let mut out = Vec::new();
         for s in 0..self.switches.len() {
             let skew = self.rng.random_range(0..=self.cfg.max_flip_skew_ns);
             let sw = &mut self.switches[s];
-            if !sw.monitor {
+            if !sw.model.config().monitor {
                 continue;
             }
             if sw.down {
                 out.push((s as SwitchIx, Err(switch_down())));
                 continue;
             }
-            sw.prev_parity = sw.parity_value_at(self.now);
-            sw.parity = parity;
+            sw.prev_epoch = sw.epoch_at(self.now);
+            sw.epoch = epoch;
             sw.flip_at = self.now + skew;
             out.push((s as SwitchIx, Ok(())));
         }
         out
     }
 
-    async fn harvest(&mut self, parity: Parity) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
         let mut out = Vec::new();
         for (s, sw) in self.switches.iter_mut().enumerate() {
-            if !sw.monitor {
+            if !sw.model.config().monitor {
                 continue;
             }
             if sw.down {
                 out.push((s as SwitchIx, Err(switch_down())));
                 continue;
             }
-            let i = parity.index();
-            let snap = MeterSnapshot {
-                switch: s as SwitchIx,
-                parity,
-                usm: sw.usm[i].clone(),
-                dsm: sw.dsm[i].clone(),
-            };
-            sw.usm[i].reset();
-            sw.dsm[i].reset();
-            sw.hashpipe.reset();
-            out.push((s as SwitchIx, Ok(snap)));
+            let (usm, dsm) = sw.model.meters_of(epoch_tag(epoch));
+            sw.model.clear_hashpipe();
+            out.push((
+                s as SwitchIx,
+                Ok(MeterSnapshot {
+                    switch: s as SwitchIx,
+                    parity: Parity::of_epoch(epoch),
+                    epoch,
+                    usm,
+                    dsm,
+                }),
+            ));
         }
         out
     }
@@ -540,42 +552,8 @@ impl Fabric for SimFabric {
                 failed.push((op.clone(), switch_down()));
                 continue;
             }
-            let flow = match *op {
-                RuleOp::InstallDsm { flow, path_bf, .. } => {
-                    let bfs = sw.dsm_rules.entry(flow).or_default();
-                    if !bfs.contains(&path_bf) {
-                        bfs.push(path_bf);
-                    }
-                    Some(flow)
-                }
-                RuleOp::RemoveDsm { flow, path_bf, .. } => {
-                    if let Some(bfs) = sw.dsm_rules.get_mut(&flow) {
-                        bfs.retain(|&b| b != path_bf);
-                        if bfs.is_empty() {
-                            sw.dsm_rules.remove(&flow);
-                        }
-                    }
-                    Some(flow)
-                }
-                RuleOp::InstallUsm { flow, .. } => {
-                    sw.usm_rules.insert(flow);
-                    Some(flow)
-                }
-                RuleOp::RemoveUsm { flow, .. } => {
-                    sw.usm_rules.remove(&flow);
-                    Some(flow)
-                }
-                RuleOp::InstallHh { path_bf, eta, .. } => {
-                    sw.hh_rules.insert(path_bf, eta);
-                    None
-                }
-                RuleOp::RemoveHh { path_bf, .. } => {
-                    sw.hh_rules.remove(&path_bf);
-                    None
-                }
-            };
-            if let Some(f) = flow {
-                self.rule_changed(f);
+            if let Err(e) = sw.model.apply(op) {
+                failed.push((op.clone(), SwitchError::Other(e.to_string())));
             }
         }
         failed
@@ -586,3 +564,6 @@ impl Fabric for SimFabric {
         std::mem::take(&mut self.reports)
     }
 }
+
+#[cfg(test)]
+mod tests;

@@ -131,13 +131,13 @@ pub fn synth_epoch(
         );
         let bf = codec.segment_bf[i];
         for _ in 0..cfg.flows_per_segment {
-            let flow = FlowId {
-                src: topo.hosts[rng.random_range(0..n_hosts)].addr,
-                dst: topo.hosts[rng.random_range(0..n_hosts)].addr,
-                proto: 6,
-                sport: rng.random_range(1024..=u16::MAX),
-                dport: rng.random_range(1024..=u16::MAX),
-            };
+            let flow = FlowId::v4(
+                topo.hosts[rng.random_range(0..n_hosts)].addr,
+                topo.hosts[rng.random_range(0..n_hosts)].addr,
+                6,
+                rng.random_range(1024..=u16::MAX),
+                rng.random_range(1024..=u16::MAX),
+            );
             let h = FlowHashes::of(&flow);
             let got = draw.sample(rng);
             usm[u].update_n(&flow, h, per_flow as u32);
@@ -152,6 +152,7 @@ pub fn synth_epoch(
         .zip(usm.into_iter().zip(dsm))
         .map(|(&switch, (usm, dsm))| MeterSnapshot {
             switch,
+            epoch: 0,
             parity: Parity::Even,
             usm,
             dsm,

@@ -1,11 +1,11 @@
 //! Harvest time per switch against a real `simple_switch_grpc` (BMv2's Thrift server), the
 //! cost that decides how many switches one controller harvests within an epoch:
 //!
-//! * `bmv2_harvest/pipelined`: what `Fabric::harvest` does per switch: read the finished
-//!   parity's 45 meter arrays in one pipelined window, decode, zero them and HashPipe's 15.
-//! * `bmv2_harvest/read_decode`: the read and decode alone (nothing zeroed).
-//! * `bmv2_harvest/decode`: decoding 45 arrays already read (no I/O).
-//! * `bmv2_harvest/one_by_one`: the same harvest with one round trip per call.
+//! * `bmv2_harvest/read_decode`: what the fabric's harvest reads per switch: the 12 meter
+//!   registers (2 048 pairs each, both parities) in one pipelined window, through the BMv2
+//!   driver, and the decode of one epoch. Meters are never cleared (epoch tags).
+//! * `bmv2_harvest/clear_hashpipe`: zeroing HashPipe, the one clear each epoch needs.
+//! * `bmv2_harvest/decode`: decoding registers already read (no I/O).
 //!
 //! Run: `cargo bench -p canary-switch --bench bmv2_harvest -- --warm-up-time 1 --measurement-time 3`.
 //! Without p4c or simple_switch_grpc on PATH it prints `SKIP: ...` and measures nothing.
@@ -17,49 +17,59 @@ mod bmv2_switch;
 mod common;
 
 use bmv2_switch::{missing, program, Switch};
-use canary_core::fabric::Parity;
-use canary_switch::bmv2_meters::{self, MeterLayout, CXT_ID};
+use canary_core::model::epoch_tag;
+use canary_switch::driver::SwitchDriver;
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
+use canary_switch::meters;
+use canary_switch::p4info::P4InfoIndex;
+use canary_switch::rule_ids::RuleIds;
+use canary_switch::switches::{BoundSwitch, SwitchEndpoint};
 use criterion::{criterion_group, criterion_main, Criterion};
+use std::sync::Arc;
 
 fn harvest(c: &mut Criterion) {
     if let Some(what) = missing() {
         common::skip(&format!("bmv2_harvest: {what} missing from PATH"));
         return;
     }
+    let p4info = P4InfoIndex::load(&program().join("canary.p4info.bin")).unwrap();
     let json = std::fs::read(program().join("canary.json")).expect("read canary.json");
-    let layout = MeterLayout::from_bmv2_json(&json).expect("meter layout of canary.json");
+    let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
     let sw = Switch::start(13);
-    let mut client = sw.client("s13");
-    let names: Vec<&str> = layout
-        .meter_names(Parity::Even)
-        .iter()
-        .map(String::as_str)
-        .collect();
-    let clear = layout.arrays_to_clear(Parity::Even);
-    let arrays = client.register_read_all_many(CXT_ID, &names).unwrap();
+    let _ = sw.client("s13");
+    let bound = BoundSwitch {
+        ix: 0,
+        name: "s13".into(),
+        endpoint: SwitchEndpoint {
+            grpc: "127.0.0.1:1".into(),
+            device_id: 0,
+            thrift: Some(format!("127.0.0.1:{}", sw.thrift_port())),
+            ports: Default::default(),
+            tls: None,
+        },
+        ports: Default::default(),
+    };
+    let mut d = Bmv2Driver::new(bound, true, prog.clone(), Bmv2Options::default());
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let ids = RuleIds::default();
+    let layout = prog.program.meters.clone();
+    let cells = rt.block_on(d.read_meters()).unwrap();
 
     let mut g = c.benchmark_group("bmv2_harvest");
-    g.bench_function("pipelined", |b| {
-        b.iter(|| bmv2_meters::harvest(&mut client, &layout, 13, Parity::Even).unwrap())
-    });
     g.bench_function("read_decode", |b| {
-        b.iter(|| bmv2_meters::read_meters(&mut client, &layout, 13, Parity::Even).unwrap())
+        b.iter(|| {
+            let cells = rt.block_on(d.read_meters()).unwrap();
+            meters::decode(&layout, &cells[0], epoch_tag(4), &ids, "s13").unwrap()
+        })
+    });
+    g.bench_function("clear_hashpipe", |b| {
+        b.iter(|| rt.block_on(d.clear_hashpipe()).unwrap())
     });
     g.bench_function("decode", |b| {
-        b.iter(|| layout.decode("s13", 13, Parity::Even, &arrays).unwrap())
-    });
-    g.bench_function("one_by_one", |b| {
-        b.iter(|| {
-            let arrays: Vec<Vec<i64>> = names
-                .iter()
-                .map(|n| client.register_read_all(CXT_ID, n).unwrap())
-                .collect();
-            let snapshot = layout.decode("s13", 13, Parity::Even, &arrays).unwrap();
-            for &(n, size) in &clear {
-                client.register_zero_many(CXT_ID, &[(n, size)]).unwrap();
-            }
-            snapshot
-        })
+        b.iter(|| meters::decode(&layout, &cells[0], epoch_tag(4), &ids, "s13").unwrap())
     });
     g.finish();
 }

@@ -126,6 +126,14 @@ impl RuleIds {
         self.live.get(key).copied()
     }
 
+    /// The ID a bucket holding `key` carries: its rule's, installed or recently removed.
+    pub fn id_of(&self, key: &RuleKey) -> Option<u32> {
+        self.live
+            .get(key)
+            .or_else(|| self.retiring.get(key).map(|(id, _)| id))
+            .copied()
+    }
+
     /// The rule an ID in a bucket stands for.
     pub fn key(&self, id: u32) -> Option<RuleKey> {
         self.by_id.get(&id).copied()
@@ -155,13 +163,7 @@ mod tests {
     use super::*;
 
     fn flow(n: u32) -> FlowId {
-        FlowId {
-            src: n,
-            dst: 0x0a00_0001,
-            proto: 6,
-            sport: 1000,
-            dport: 80,
-        }
+        FlowId::v4(n, 0x0a00_0001, 6, 1000, 80)
     }
 
     #[test]

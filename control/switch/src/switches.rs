@@ -11,7 +11,7 @@
 //! ```
 
 use crate::p4rt::TlsFiles;
-use canary_core::topo::{SwitchIx, Topology};
+use canary_core::topo::{PortMap, SwitchIx, SwitchPorts, Topology};
 use serde::Deserialize;
 use std::collections::{BTreeMap, HashMap};
 
@@ -56,10 +56,14 @@ pub struct BoundSwitch {
     pub ix: SwitchIx,
     pub name: String,
     pub endpoint: SwitchEndpoint,
-    /// Port toward each neighboring switch.
-    pub switch_ports: HashMap<SwitchIx, u32>,
-    /// Port toward each attached host (index into `Topology::hosts`).
-    pub host_ports: HashMap<u32, u32>,
+    pub ports: SwitchPorts,
+}
+
+/// The port map of bound switches (in topology order).
+pub fn port_map(bound: &[BoundSwitch]) -> PortMap {
+    PortMap {
+        switches: bound.iter().map(|b| b.ports.clone()).collect(),
+    }
 }
 
 impl SwitchesFile {
@@ -120,8 +124,7 @@ impl SwitchesFile {
                     ),
                 ));
             }
-            let mut switch_ports = HashMap::new();
-            let mut host_ports = HashMap::new();
+            let mut ports = SwitchPorts::default();
             let mut used: HashMap<u32, String> = HashMap::new();
             let mut take = |neighbor: &str| -> Result<u32, SwitchesError> {
                 let port = *ep.ports.get(neighbor).ok_or_else(|| {
@@ -145,10 +148,12 @@ impl SwitchesFile {
                 Ok(port)
             };
             for &n in topo.neighbors(ix) {
-                switch_ports.insert(n, take(topo.name_of(n))?);
+                ports.switch_ports.insert(n, take(topo.name_of(n))?);
             }
             for &h in topo.hosts_of(ix) {
-                host_ports.insert(h, take(&topo.hosts[h as usize].name)?);
+                ports
+                    .host_ports
+                    .insert(h, take(&topo.hosts[h as usize].name)?);
             }
             if let Some(extra) = ep.ports.keys().find(|k| !used.values().any(|u| u == *k)) {
                 return Err(invalid(
@@ -160,8 +165,7 @@ impl SwitchesFile {
                 ix,
                 name: sw.name.clone(),
                 endpoint: ep.clone(),
-                switch_ports,
-                host_ports,
+                ports,
             });
         }
         Ok(out)
@@ -186,8 +190,8 @@ mod tests {
     fn a_good_file_binds_ports_to_neighbors() {
         let b = bind(GOOD).unwrap();
         assert_eq!(b.len(), 2);
-        assert_eq!(b[0].switch_ports[&1], 2);
-        assert_eq!(b[0].host_ports[&0], 1);
+        assert_eq!(b[0].ports.switch_ports[&1], 2);
+        assert_eq!(b[0].ports.host_ports[&0], 1);
         assert_eq!(b[1].endpoint.thrift, None);
     }
 

@@ -1,48 +1,62 @@
-//! The Thrift client and the meter harvest against a real `simple_switch_grpc` running Canary.
+//! The Thrift client and the BMv2 driver's register harvest against a real `simple_switch_grpc`
+//! running Canary.
 //!
 //! Each test compiles p4src/v1model once (bmv2/build.sh), starts its own switch without ports on
 //! free Thrift and gRPC ports (bmv2/run-switch.sh) and kills it by PID on drop. Registers are
-//! written with `bm_register_write` and read back; the harvest test writes the buckets of
-//! reference-model meters fed with packets and expects exactly those meters back.
-//! Skips (printing `SKIP: ...`) without p4c or simple_switch_grpc.
+//! written with `bm_register_write` and read back; the harvest test writes the registers of
+//! reference-model meters (`meters::encode`) and expects exactly those meters back through the
+//! driver and the one decoder. Skips (printing `SKIP: ...`) without p4c or simple_switch_grpc.
 
 mod bmv2_switch;
 mod common;
 
 use bmv2_switch::{free_port, missing, program, Switch};
-use canary_core::fabric::Parity;
+use canary_core::model::epoch_tag;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, Usm};
 use canary_core::FlowId;
-use canary_switch::bmv2_meters::{self, MeterLayout, CXT_ID};
 use canary_switch::bmv2_thrift::{
     Call, RegisterErrorCode, Reply, ThriftClient, ThriftError, Timeouts,
 };
-use std::sync::OnceLock;
+use canary_switch::contract::Program;
+use canary_switch::driver::SwitchDriver;
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
+use canary_switch::meters::{self, Cell};
+use canary_switch::p4info::P4InfoIndex;
+use canary_switch::rule_ids::{RuleIds, RuleKey};
+use canary_switch::switches::{BoundSwitch, SwitchEndpoint};
+use std::sync::{Arc, OnceLock};
 
-/// The meter layout of the compiled program (from its BMv2 JSON), resolved once.
-fn layout() -> &'static MeterLayout {
-    static LAYOUT: OnceLock<MeterLayout> = OnceLock::new();
-    LAYOUT.get_or_init(|| {
+/// The compiled program, resolved once.
+fn compiled() -> &'static Arc<Bmv2Program> {
+    static PROG: OnceLock<Arc<Bmv2Program>> = OnceLock::new();
+    PROG.get_or_init(|| {
+        let p4info = P4InfoIndex::load(&program().join("canary.p4info.bin")).unwrap();
         let json = std::fs::read(program().join("canary.json")).unwrap();
-        MeterLayout::from_bmv2_json(&json).unwrap()
+        Arc::new(Bmv2Program::new(p4info, json).unwrap())
     })
 }
 
-/// `CanaryIngress.<suffix>` as the BMv2 JSON names it.
+fn contract() -> &'static Program {
+    &compiled().program
+}
+
+/// The register whose full name ends in `suffix`.
 fn reg(suffix: &str) -> String {
-    let l = layout();
-    let all = [
-        l.meter_names(Parity::Even),
-        l.meter_names(Parity::Odd),
-        l.hashpipe_names(),
-    ];
-    let hits: Vec<&String> = all
-        .iter()
-        .flat_map(|n| n.iter())
+    let p = contract();
+    let names: Vec<&String> = p
+        .meters
+        .rows()
+        .flat_map(|r| [&r.id.name, &r.state.name])
+        .chain(p.hashpipe.iter().map(|r| &r.name))
         .filter(|n| n.ends_with(&format!(".{suffix}")))
         .collect();
-    assert_eq!(hits.len(), 1, "register *.{suffix}: {hits:?}");
-    hits[0].clone()
+    assert_eq!(names.len(), 1, "register *.{suffix}: {names:?}");
+    names[0].clone()
+}
+
+/// A 64-bit pair as BMv2's Thrift server reads and writes it (an i64).
+fn pair(hi: u32, lo: u32) -> i64 {
+    (u64::from(hi) << 32 | u64::from(lo)) as i64
 }
 
 #[test]
@@ -53,36 +67,34 @@ fn write_read_reset_and_typed_errors() {
     }
     let sw = Switch::start(11);
     let mut c = sw.client("s11");
-    let count0 = reg("upstream_meter.parity0.row0.count_reg");
-    let count1 = reg("upstream_meter.parity1.row0.count_reg");
-    let used0 = reg("upstream_meter.parity0.row0.used_reg");
+    // Both parities of a row share a register of 2048 pairs (tag ++ value).
+    let count0 = reg("upstream_meter.buckets.row0.state_reg");
+    let id0 = reg("upstream_meter.buckets.row0.id_reg");
+    let count1 = reg("downstream_meter.buckets.row1.state_reg");
 
     let fresh = c.register_read_all(CXT_ID, &count0).unwrap();
-    assert_eq!(fresh, vec![0; 1024]);
+    assert_eq!(fresh, vec![0; 2048]);
 
-    // A 32-bit counter at its wrap point, a 1-bit flag, and the other parity.
-    c.register_write(CXT_ID, &count0, 0, 7).unwrap();
-    c.register_write(CXT_ID, &count0, 1023, i64::from(u32::MAX))
-        .unwrap();
-    c.register_write(CXT_ID, &used0, 5, 1).unwrap();
-    c.register_write(CXT_ID, &count1, 9, 42).unwrap();
+    // A count with the dirty bit, one at the wrap of its 31 bits, a rule ID, another register.
+    let (dirty, full) = (pair(3, 0x8000_0007), pair(0x7fff, 0x7fff_ffff));
+    c.register_write(CXT_ID, &count0, 0, dirty).unwrap();
+    c.register_write(CXT_ID, &count0, 2047, full).unwrap();
+    c.register_write(CXT_ID, &id0, 5, pair(2, 99)).unwrap();
+    c.register_write(CXT_ID, &count1, 9, pair(4, 42)).unwrap();
     let v = c.register_read_all(CXT_ID, &count0).unwrap();
-    let mut want = vec![0; 1024];
-    want[0] = 7;
-    want[1023] = i64::from(u32::MAX);
+    let mut want = vec![0; 2048];
+    want[0] = dirty;
+    want[2047] = full;
     assert_eq!(v, want);
-    assert_eq!(
-        c.register_read(CXT_ID, &count0, 1023).unwrap(),
-        4_294_967_295
-    );
-    assert_eq!(c.register_read(CXT_ID, &used0, 5).unwrap(), 1);
-    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), 42);
+    assert_eq!(c.register_read(CXT_ID, &count0, 2047).unwrap(), full);
+    assert_eq!(c.register_read(CXT_ID, &id0, 5).unwrap(), pair(2, 99));
+    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), pair(4, 42));
 
     // Reset clears one array and nothing else.
     c.register_reset(CXT_ID, &count0).unwrap();
-    assert_eq!(c.register_read_all(CXT_ID, &count0).unwrap(), vec![0; 1024]);
-    assert_eq!(c.register_read(CXT_ID, &used0, 5).unwrap(), 1);
-    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), 42);
+    assert_eq!(c.register_read_all(CXT_ID, &count0).unwrap(), vec![0; 2048]);
+    assert_eq!(c.register_read(CXT_ID, &id0, 5).unwrap(), pair(2, 99));
+    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), pair(4, 42));
 
     // Typed errors naming switch and register; the connection stays usable.
     let e = c
@@ -108,7 +120,7 @@ fn write_read_reset_and_typed_errors() {
         other => panic!("{other}"),
     }
     assert!(e.to_string().contains("CanaryIngress.no_such_reg"), "{e}");
-    let e = c.register_write(CXT_ID, &count0, 1024, 1).unwrap_err();
+    let e = c.register_write(CXT_ID, &count0, 2048, 1).unwrap_err();
     assert!(
         matches!(&e, ThriftError::InvalidRegister { register, code: RegisterErrorCode::InvalidIndex, .. } if register == &count0),
         "{e}"
@@ -180,12 +192,16 @@ fn write_read_reset_and_typed_errors() {
     );
 
     // Many calls: more than one pipelining window, replies in order.
-    let names: Vec<String> = layout().meter_names(Parity::Odd).to_vec();
+    let names: Vec<String> = contract()
+        .meters
+        .rows()
+        .flat_map(|r| [r.id.name.clone(), r.state.name.clone()])
+        .collect();
     let writes: Vec<Call> = names
         .iter()
         .enumerate()
         .flat_map(|(i, n)| {
-            (0..4).map(move |k| Call::Write {
+            (0..12).map(move |k| Call::Write {
                 cxt_id: CXT_ID,
                 name: n,
                 index: 100 + k,
@@ -198,8 +214,8 @@ fn write_read_reset_and_typed_errors() {
     let refs: Vec<&str> = names.iter().map(String::as_str).collect();
     let all = c.register_read_all_many(CXT_ID, &refs).unwrap();
     for (i, v) in all.iter().enumerate() {
-        let expect: Vec<i64> = (0..4).map(|k| (i as i64 + k) % 2).collect();
-        assert_eq!(&v[100..104], expect.as_slice(), "{}", names[i]);
+        let expect: Vec<i64> = (0..12).map(|k| (i as i64 + k) % 2).collect();
+        assert_eq!(&v[100..112], expect.as_slice(), "{}", names[i]);
     }
 
     // Zeroing by write_range (what the harvest does): whole arrays, and a range past the end
@@ -228,65 +244,10 @@ fn write_read_reset_and_typed_errors() {
 }
 
 fn udp(sport: u16) -> FlowId {
-    FlowId {
-        src: 0x0a00_0101,
-        dst: 0x0a00_0202,
-        proto: 17,
-        sport,
-        dport: 2000,
-    }
+    FlowId::v4(0x0a00_0101, 0x0a00_0202, 17, sport, 2000)
 }
 
-/// Writes a model meter's non-empty buckets with the data plane's field mapping (as
-/// `compare_registers` in control/canary/tests/bmv2_packets.rs reads them).
-fn write_meter_calls(
-    meter: &str,
-    parity: usize,
-    buckets: impl Iterator<Item = (usize, usize, FlowId, bool, u32, Option<u32>)>,
-    out: &mut Vec<(String, i32, i64)>,
-) {
-    for (row, col, f, dirty, count, path_bf) in buckets {
-        let name = |field: &str| reg(&format!("{meter}.parity{parity}.row{row}.{field}_reg"));
-        let ports = i64::from(f.sport) << 16 | i64::from(f.dport);
-        let mut cells = vec![
-            ("used", 1),
-            ("src_addr", i64::from(f.src)),
-            ("dst_addr", i64::from(f.dst)),
-            ("ports", ports),
-            ("protocol", i64::from(f.proto)),
-            ("dirty", i64::from(dirty)),
-            ("count", i64::from(count)),
-        ];
-        if let Some(bf) = path_bf {
-            cells.push(("path_bf", i64::from(bf)));
-        }
-        for (field, v) in cells {
-            out.push((name(field), col as i32, v));
-        }
-    }
-}
-
-fn usm_cells(m: &Usm) -> impl Iterator<Item = (usize, usize, FlowId, bool, u32, Option<u32>)> + '_ {
-    let c = m.config();
-    (0..c.rows).flat_map(move |r| {
-        (0..c.width).filter_map(move |col| {
-            let b = m.bucket(r, col);
-            b.flow.map(|f| (r, col, f, b.dirty, b.count, None))
-        })
-    })
-}
-
-fn dsm_cells(m: &Dsm) -> impl Iterator<Item = (usize, usize, FlowId, bool, u32, Option<u32>)> + '_ {
-    let c = m.config();
-    (0..c.rows).flat_map(move |r| {
-        (0..c.width).filter_map(move |col| {
-            let b = m.bucket(r, col);
-            b.flow
-                .map(|f| (r, col, f, b.dirty, b.count, Some(b.path_bf)))
-        })
-    })
-}
-
+/// Writes `cells` (register, index, value), pipelined.
 fn write_all(c: &mut ThriftClient, cells: &[(String, i32, i64)]) {
     let calls: Vec<Call> = cells
         .iter()
@@ -300,78 +261,142 @@ fn write_all(c: &mut ThriftClient, cells: &[(String, i32, i64)]) {
     c.pipeline(&calls).unwrap();
 }
 
+fn driver(sw: &Switch, name: &str) -> Bmv2Driver {
+    let bound = BoundSwitch {
+        ix: 0,
+        name: name.into(),
+        endpoint: SwitchEndpoint {
+            grpc: "127.0.0.1:1".into(),
+            device_id: 0,
+            thrift: Some(format!("127.0.0.1:{}", sw.thrift_port())),
+            ports: Default::default(),
+            tls: None,
+        },
+        ports: Default::default(),
+    };
+    Bmv2Driver::new(bound, true, compiled().clone(), Bmv2Options::default())
+}
+
+/// Reference meters in a switch's registers (epoch 7's USM and DSM in one parity, epoch 8's
+/// USM in the other, a stale cell and HashPipe) come back through the driver and the decoder
+/// exactly; HashPipe and the stale cell are then zeroed, nothing else.
 #[test]
-fn harvest_returns_the_model_meters_and_resets_only_its_parity() {
+fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
     if let Some(what) = missing() {
         common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
         return;
     }
     let sw = Switch::start(12);
     let mut c = sw.client("s12");
-    let layout = layout();
-    // The P4Info gives the same layout as the BMv2 JSON.
-    let p4info = std::fs::read(program().join("canary.p4info.bin")).unwrap();
-    let p4info = <bfrt_proto::p4info::P4Info as prost::Message>::decode(p4info.as_slice()).unwrap();
-    assert_eq!(&MeterLayout::from_p4info(&p4info).unwrap(), layout);
     let config = MeterConfig::new(3, 1024).unwrap();
-    assert_eq!((layout.usm_config(), layout.dsm_config()), (config, config));
+    assert_eq!(contract().meters.config(), config);
 
-    // Reference meters fed packets of 1500 flows into 1024-wide rows: clean buckets, dirty ones
-    // (collisions), counts of many packets, pathBFs of two paths, a count at 2^32 - 1.
+    // 1500 flows into 1024-wide rows: clean buckets, dirty ones (collisions), counts of many
+    // packets, pathBFs of two paths, a count at 2^31 - 1.
+    let mut ids = RuleIds::default();
     let mut usm = Usm::new(config).unwrap();
     let mut dsm = Dsm::new(config).unwrap();
     for i in 0..6000u32 {
         let f = udp(1000 + (i * 7 % 1500) as u16);
         let h = FlowHashes::of(&f);
+        let bf = if f.sport % 3 == 0 {
+            0x0101_0000
+        } else {
+            0x0000_8080
+        };
+        ids.install(RuleKey::Usm(f)).unwrap();
+        ids.install(RuleKey::Dsm(f, bf)).unwrap();
         usm.update(&f, h);
-        dsm.update(
-            &f,
-            h,
-            if f.sport.is_multiple_of(3) {
-                0x0101_0000
-            } else {
-                0x0000_8080
-            },
-        );
+        dsm.update(&f, h, bf);
     }
-    let big = FlowId {
-        proto: 6,
-        sport: 443,
-        dport: 51000,
-        ..udp(0)
-    };
-    dsm.update_n(&big, FlowHashes::of(&big), 0xffff_ffff, u32::MAX);
+    let big = FlowId::v4(0x0a00_0101, 0x0a00_0202, 6, 443, 51000);
+    ids.install(RuleKey::Dsm(big, 0xffff_ffff)).unwrap();
+    dsm.update_n(&big, FlowHashes::of(&big), 0xffff_ffff, 0x7fff_ffff);
     assert!(usm.dirty_buckets() > 100 && usm.occupied() > 2000);
-    assert!(dsm.dirty_buckets() > 100);
-    let mut cells = Vec::new();
-    write_meter_calls("upstream_meter", 1, usm_cells(&usm), &mut cells);
-    write_meter_calls("downstream_meter", 1, dsm_cells(&dsm), &mut cells);
-    // The counting parity (0) holds one flow; HashPipe holds an entry.
-    let mut counting = Usm::new(config).unwrap();
+    let mut next = Usm::new(config).unwrap();
     let f = udp(7);
-    counting.update_n(&f, FlowHashes::of(&f), 5);
-    write_meter_calls("upstream_meter", 0, usm_cells(&counting), &mut cells);
-    cells.push((reg("hashpipe.stage2.count_reg"), 17, 9));
-    write_all(&mut c, &cells);
+    ids.install(RuleKey::Usm(f)).unwrap();
+    next.update_n(&f, FlowHashes::of(&f), 5);
+    let empty = Dsm::new(config).unwrap();
+    let (t7, t8) = (epoch_tag(7), epoch_tag(8));
+    let cells = meters::encode(1024, &[(t7, &usm, &dsm), (t8, &next, &empty)], |k| {
+        ids.id_of(&k)
+    });
+    let mut writes = Vec::new();
+    for (rows, regs) in [
+        (&cells.usm, &contract().meters.usm),
+        (&cells.dsm, &contract().meters.dsm),
+    ] {
+        for (row, r) in rows.iter().zip(regs) {
+            for i in 0..2048 {
+                if row.id_tag[i] != 0 {
+                    writes.push((r.id.name.clone(), i as i32, pair(row.id_tag[i], row.id[i])));
+                    writes.push((
+                        r.state.name.clone(),
+                        i as i32,
+                        pair(row.state_tag[i], row.count[i]),
+                    ));
+                }
+            }
+        }
+    }
+    // A stale cell: epoch 7's parity, a tag more than half a wrap older.
+    let tags = canary_core::model::EPOCH_TAGS;
+    let stale_tag = epoch_tag(7 + tags - tags / 2 - 1);
+    let free = (0..1024)
+        .find(|&col| cells.dsm[2].id_tag[(t7 as usize & 1) * 1024 + col] == 0)
+        .unwrap();
+    let stale_index = (t7 as usize & 1) * 1024 + free;
+    writes.push((
+        reg("downstream_meter.buckets.row2.id_reg"),
+        stale_index as i32,
+        pair(u32::from(stale_tag), 1),
+    ));
+    writes.push((reg("hashpipe.stage2.count_reg"), 17, pair(0xabcd_0001, 9)));
+    write_all(&mut c, &writes);
 
-    let snap = bmv2_meters::harvest(&mut c, layout, 12, Parity::Odd).unwrap();
-    assert_eq!(snap.switch, 12);
-    assert_eq!(snap.parity, Parity::Odd);
-    assert_eq!(snap.usm, usm, "USM parity 1 equals the model");
-    assert_eq!(snap.dsm, dsm, "DSM parity 1 equals the model");
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .unwrap();
+    let mut d = driver(&sw, "s12");
+    let pipes = rt.block_on(d.read_meters()).unwrap();
+    assert_eq!(pipes.len(), 1, "BMv2 has one pipe");
+    let layout = &contract().meters;
+    let got7 = meters::decode(layout, &pipes[0], t7, &ids, "s12").unwrap();
+    assert_eq!(got7.usm, usm, "USM of epoch 7 equals the model");
+    assert_eq!(got7.dsm, dsm, "DSM of epoch 7 equals the model");
+    assert_eq!(got7.torn_buckets, 0);
+    assert_eq!(
+        got7.stale,
+        [Cell {
+            dsm: true,
+            row: 2,
+            index: stale_index
+        }]
+    );
+    let got8 = meters::decode(layout, &pipes[0], t8, &ids, "s12").unwrap();
+    assert_eq!(got8.usm, next);
+    assert_eq!(got8.dsm, empty);
 
-    // The harvested parity and HashPipe are zero; the counting parity is untouched.
-    let odd = bmv2_meters::read_meters(&mut c, layout, 12, Parity::Odd).unwrap();
-    assert_eq!(odd.usm, Usm::new(config).unwrap());
-    assert_eq!(odd.dsm, Dsm::new(config).unwrap());
-    let even = bmv2_meters::read_meters(&mut c, layout, 12, Parity::Even).unwrap();
-    assert_eq!(even.usm, counting);
-    assert_eq!(even.dsm, Dsm::new(config).unwrap());
-    let hp: Vec<&str> = layout.hashpipe_names().iter().map(String::as_str).collect();
+    rt.block_on(d.clear_cells(&got7.stale)).unwrap();
+    rt.block_on(d.clear_hashpipe()).unwrap();
+    let after = rt.block_on(d.read_meters()).unwrap();
+    assert_eq!(
+        after[0].dsm[2].id_tag[stale_index], 0,
+        "the stale cell is zeroed"
+    );
+    let again = meters::decode(layout, &after[0], t7, &ids, "s12").unwrap();
+    assert_eq!((again.usm, again.dsm), (usm, dsm), "and nothing else");
+    let hp: Vec<&str> = contract()
+        .hashpipe
+        .iter()
+        .map(|r| r.name.as_str())
+        .collect();
     for (name, v) in hp
         .iter()
         .zip(c.register_read_all_many(CXT_ID, &hp).unwrap())
     {
-        assert!(v.iter().all(|&x| x == 0), "{name} reset");
+        assert!(v.iter().all(|&x| x == 0), "{name} zeroed");
     }
 }

@@ -4,10 +4,11 @@
 
 mod common;
 
-use bfrt_proto::p4rt::{update, Update};
+use canary_switch::contract::Program;
+use canary_switch::drivers::p4runtime::write_update;
+use canary_switch::entries;
 use canary_switch::p4info::P4InfoIndex;
 use canary_switch::p4rt::{P4RtClient, P4RtConfig, P4RtError, TlsFiles};
-use canary_switch::program::{table_entity, CanaryProgram};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -160,10 +161,14 @@ fn pipeline_push_and_write_errors_over_tls() {
 
         // A batch whose second update fails: the error names the switch and says which update
         // failed and why (google.rpc.Status details, one p4.v1.Error per update).
-        let prog = CanaryProgram::resolve(&idx).unwrap();
-        let insert = |bf: u32| Update {
-            r#type: update::Type::Insert as i32,
-            entity: Some(table_entity(prog.hh_entry(bf, 4))),
+        let prog = Program::from_p4info(&idx.path, &idx.info).unwrap();
+        let insert = |bf: u32| {
+            let op = canary_core::fabric::RuleOp::InstallHh {
+                switch: 0,
+                path_bf: bf,
+                eta: 4,
+            };
+            write_update(&prog, &entries::rule(&op, 0, false)).unwrap()
         };
         let e = c
             .write(vec![insert(0x11), insert(0x11), insert(0x22)], 10)

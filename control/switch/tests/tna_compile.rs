@@ -5,15 +5,17 @@
 //!   the pipeline) and writes `bfrt.json` and `pipe/logs/resources.json`;
 //! * the program was placed for 12 MAU stages and uses no stage beyond them, with at most 4
 //!   stateful ALUs (meter ALUs) per stage;
-//! * the control plane resolves every table, action, field, register and digest it uses from the
-//!   compiled `bfrt.json` ([`CanaryTables::resolve`]), so the names `tna/` declares are the ones
-//!   the BF-RT client expects.
+//! * the program contract resolves against the compiled `bfrt.json` (`Program::from_bfrt_json`),
+//!   with the same table and register sizes as the v1model program;
+//! * the `bfrt.json` kept as test data (`testdata/tna/bfrt.json`, what the Tofino driver's tests
+//!   run against) is this compile's.
 //!
 //! Prints `SKIP: ...` and passes when `bf-p4c` is not on PATH.
 
 mod common;
 
-use canary_switch::bfrt::CanaryTables;
+use canary_core::capacity::Capacity;
+use canary_switch::contract::Program;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -123,9 +125,14 @@ fn tna_program_compiles_for_tofino1_and_resolves() {
     }
 
     let bfrt = std::fs::read(dir.path().join("bfrt.json")).expect("bfrt.json");
-    let tables = CanaryTables::resolve(&bfrt).expect("the BF-RT client resolves the program");
+    let prog = Program::from_bfrt_json("bfrt.json", &bfrt).expect("the contract resolves");
+    assert_eq!(prog.capacity(), Capacity::of_program(), "sizes as on BMv2");
+    let kept = std::fs::read(repo_root().join("control/switch/testdata/tna/bfrt.json"))
+        .expect("testdata/tna/bfrt.json");
+    let as_json = |b: &[u8]| serde_json::from_slice::<Value>(b).unwrap();
     assert!(
-        !tables.registers.is_empty(),
-        "meter and HashPipe registers in bfrt.json"
+        as_json(&kept) == as_json(&bfrt),
+        "testdata/tna/bfrt.json is stale: copy {} over it",
+        dir.path().join("bfrt.json").display()
     );
 }

@@ -150,13 +150,7 @@ mod tests {
 
     #[test]
     fn f1_of_sets() {
-        let f = |n: u32| FlowId {
-            src: n,
-            dst: 0,
-            proto: 6,
-            sport: 0,
-            dport: 0,
-        };
+        let f = |n: u32| FlowId::v4(n, 0, 6, 0, 0);
         let a: HashSet<_> = [f(1), f(2), f(3), f(4)].into();
         let b: HashSet<_> = [f(1), f(2), f(5), f(6)].into();
         assert_eq!(f1(&a, &b), 0.5);

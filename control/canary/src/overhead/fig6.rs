@@ -150,7 +150,7 @@ impl Trial {
         let mut seen = HashSet::new();
         let mut reported = Vec::new();
         for (_, i) in epoch.packet_order(cfg.epoch_ns, &mut rng) {
-            let c = hp.update(&epoch.flows[i as usize], hashes[i as usize]);
+            let c = hp.update(hashes[i as usize]);
             if c > eta && seen.insert(i) {
                 reported.push(i);
             }

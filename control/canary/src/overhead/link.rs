@@ -47,12 +47,14 @@ impl Line2 {
         vec![
             MeterSnapshot {
                 switch: self.up,
+                epoch: 0,
                 parity: Parity::Even,
                 usm,
                 dsm: d0,
             },
             MeterSnapshot {
                 switch: self.down,
+                epoch: 0,
                 parity: Parity::Even,
                 usm: u0,
                 dsm,

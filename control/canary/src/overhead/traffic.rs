@@ -28,13 +28,13 @@ pub fn pareto(rng: &mut impl Rng, min: f64, shape: f64) -> f64 {
 
 /// A random TCP or UDP 5-tuple.
 pub fn random_flow(rng: &mut impl Rng) -> FlowId {
-    FlowId {
-        src: rng.random(),
-        dst: rng.random(),
-        proto: if rng.random_bool(0.8) { 6 } else { 17 },
-        sport: rng.random(),
-        dport: rng.random(),
-    }
+    FlowId::v4(
+        rng.random(),
+        rng.random(),
+        if rng.random_bool(0.8) { 6 } else { 17 },
+        rng.random(),
+        rng.random(),
+    )
 }
 
 /// Shape of a [`LinkEpoch`].
@@ -377,13 +377,7 @@ fn parse_frame(linktype: u32, f: &[u8]) -> Option<FlowId> {
         ),
         _ => (0, 0),
     };
-    Some(FlowId {
-        src,
-        dst,
-        proto,
-        sport,
-        dport,
-    })
+    Some(FlowId::v4(src, dst, proto, sport, dport))
 }
 
 #[cfg(test)]
@@ -446,16 +440,7 @@ mod tests {
         assert_eq!(pkts.len(), 2);
         assert_eq!(pkts[0].t_ns, 0);
         assert_eq!(pkts[1].t_ns, 500_000);
-        assert_eq!(
-            pkts[1].flow,
-            FlowId {
-                src: 0x0a000003,
-                dst: 0x0a000002,
-                proto: 6,
-                sport: 99,
-                dport: 443
-            }
-        );
+        assert_eq!(pkts[1].flow, FlowId::v4(0x0a000003, 0x0a000002, 6, 99, 443));
     }
 
     #[test]

@@ -1,19 +1,21 @@
-//! Canary on the two-switch network driven by a packet trace: the data plane of both switches
-//! (upstream USM and marking; downstream DSM, HashPipe and HH table) and, after every epoch,
-//! the controller's steps in its order: harvest, minus meters, HH reports → DSM then USM rules,
-//! retirement and new HH rules by the real [`FlowSelector`]. Used by Fig. 7 (flow selection
-//! under traffic dynamics) and Fig. 11 (heavy hitters).
+//! Canary on the two-switch network driven by a packet trace: both switches are the reference
+//! model of the data plane (`canary_core::model`: s1's USM and marking, s2's DSM, HashPipe and
+//! HH table) and, after every epoch, the controller's steps in its order: harvest, minus meters,
+//! HH reports → DSM then USM rules, retirement and new HH rules by the real [`FlowSelector`].
+//! Used by Fig. 7 (flow selection under traffic dynamics) and Fig. 11 (heavy hitters).
 //!
 //! Simplifications against the fabric simulator: no loss and no packets in flight (a packet
-//! crosses both switches at its trace time), so one meter instance per switch suffices; reports
-//! are handled at the end of the epoch they arrive in, as the controller does.
+//! crosses both switches at its trace time); reports are handled at the end of the epoch they
+//! arrive in, as the controller does.
 
 use super::link::Line2;
 use super::traffic::TracePacket;
+use canary_core::capacity::Capacity;
 use canary_core::detect::minus_meters;
 use canary_core::fabric::{HhReport, RuleOp};
+use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
 use canary_core::select::{FlowSelector, SelectionParams};
-use canary_core::sketch::{Dsm, FlowHashes, HashPipe, HashPipeConfig, MeterConfig, Usm};
+use canary_core::sketch::{fingerprint, FlowHashes, HashPipeConfig, MeterConfig};
 use canary_core::FlowId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -57,119 +59,105 @@ pub fn run(line: &Line2, cfg: &LoopConfig, trace: impl Iterator<Item = TracePack
     let (segments, codec) = (&p.segments, &p.codec);
     let all: HashSet<_> = [line.up, line.down].into_iter().collect();
     let mut selector = FlowSelector::new(cfg.selection);
-    let mut usm = Usm::new(cfg.meters).expect("valid meters");
-    let mut dsm = Dsm::new(cfg.meters).expect("valid meters");
-    let mut hp = HashPipe::new(cfg.hashpipe).expect("valid HashPipe");
-    let mut usm_rules: HashSet<FlowId> = HashSet::new();
-    let mut dsm_rules: HashSet<FlowId> = HashSet::new();
-    let mut hh_eta: Option<u32> = None;
+    let switch = |s: u32| {
+        let mut m = SwitchModel::new(Capacity::unlimited(cfg.meters, cfg.hashpipe));
+        m.set_config(SwitchConfig {
+            monitor: true,
+            mask: codec.masks[s as usize],
+            epoch: epoch_tag(0),
+        });
+        m
+    };
+    let (mut s1, mut s2) = (switch(line.up), switch(line.down));
     let mut reported: HashSet<FlowId> = HashSet::new();
     let mut reports: Vec<HhReport> = Vec::new();
     let mut active: HashSet<FlowId> = HashSet::new();
+    // Flows by HashPipe fingerprint, to read HashPipe's estimate as flows.
+    let mut by_fp: HashMap<u32, FlowId> = HashMap::new();
     let mut out = LoopRun::default();
 
-    // Applies rule changes; counts the installs on the segment s1 → s2.
-    let apply = |ops: &[RuleOp],
-                 usm_rules: &mut HashSet<FlowId>,
-                 dsm_rules: &mut HashSet<FlowId>,
-                 hh_eta: &mut Option<u32>|
-     -> u32 {
+    // Applies rule changes to the switch they are for; counts the installs on the segment
+    // s1 → s2 (the reverse segment carries no traffic).
+    let apply = |ops: &[RuleOp], s1: &mut SwitchModel, s2: &mut SwitchModel| -> u32 {
         let mut installed = 0;
         for op in ops {
+            let sw = if op.switch() == line.up {
+                &mut *s1
+            } else {
+                &mut *s2
+            };
+            sw.apply(op).expect("unlimited tables");
             let ours = match *op {
-                RuleOp::InstallDsm { switch, flow, .. } if switch == line.down => {
-                    dsm_rules.insert(flow);
-                    true
-                }
-                RuleOp::RemoveDsm { switch, flow, .. } if switch == line.down => {
-                    dsm_rules.remove(&flow);
-                    false
-                }
-                RuleOp::InstallUsm { switch, flow } if switch == line.up => {
-                    usm_rules.insert(flow);
-                    true
-                }
-                RuleOp::RemoveUsm { switch, flow } if switch == line.up => {
-                    usm_rules.remove(&flow);
-                    false
-                }
+                RuleOp::InstallDsm { switch, .. } => switch == line.down,
+                RuleOp::InstallUsm { switch, .. } => switch == line.up,
                 RuleOp::InstallHh {
-                    switch,
-                    path_bf,
-                    eta,
-                } if switch == line.down && path_bf == line.path_bf => {
-                    *hh_eta = Some(eta);
-                    true
-                }
-                RuleOp::RemoveHh {
                     switch, path_bf, ..
-                } if switch == line.down && path_bf == line.path_bf => {
-                    *hh_eta = None;
-                    false
-                }
-                // The reverse segment carries no traffic.
+                } => switch == line.down && path_bf == line.path_bf,
                 _ => false,
             };
-            installed += u32::from(ours && op.is_install());
+            installed += u32::from(ours);
         }
         installed
     };
 
     let start = selector.on_epoch(&Default::default(), &all, segments, codec);
-    apply(&start, &mut usm_rules, &mut dsm_rules, &mut hh_eta);
+    apply(&start, &mut s1, &mut s2);
 
     let mut trace = trace.peekable();
     for e in 0..cfg.epochs as u64 {
+        let tag = epoch_tag(e);
+        for sw in [&mut s1, &mut s2] {
+            let mut c = sw.config();
+            c.epoch = tag;
+            sw.set_config(c);
+        }
         let end = (e + 1) * cfg.epoch_ns;
         let mut stat = EpochStat::default();
         while let Some(pkt) = trace.next_if(|p| p.t_ns < end) {
             stat.packets += 1;
             *out.truth.entry(pkt.flow).or_default() += 1;
             let h = FlowHashes::of(&pkt.flow);
-            // s1: USM table, then the packet leaves marked as counted.
-            let marked = usm_rules.contains(&pkt.flow);
-            if marked {
-                usm.update(&pkt.flow, h);
+            by_fp.insert(fingerprint(h), pkt.flow);
+            // From h1 through s1 (shim pushed, USM, mark) to s2 and on to h2.
+            let mut shim = Shim::default();
+            s1.monitor(&pkt.flow, h, &mut shim, false);
+            if shim.counted {
                 active.insert(pkt.flow);
             }
-            // s2: DSM table (counted packets only), else HashPipe and the HH table.
-            if dsm_rules.contains(&pkt.flow) {
-                if marked {
-                    dsm.update(&pkt.flow, h, line.path_bf);
-                }
-            } else {
-                let c = hp.update(&pkt.flow, h);
-                if hh_eta.is_some_and(|eta| c > eta) && reported.insert(pkt.flow) {
+            if let Some(d) = s2.monitor(&pkt.flow, h, &mut shim, true) {
+                if reported.insert(d.flow) {
                     reports.push(HhReport {
                         switch: line.down,
-                        flow: pkt.flow,
-                        path_bf: line.path_bf,
+                        flow: d.flow,
+                        path_bf: d.path_bf,
                     });
                 }
             }
         }
         // End of epoch: harvest (HashPipe too), detect, select.
-        for (_, _, f, c) in hp.entries() {
-            *out.estimate.entry(f).or_default() += c as u64;
+        for (_, _, fp, c) in s2.hashpipe().entries() {
+            if let Some(&f) = by_fp.get(&fp) {
+                *out.estimate.entry(f).or_default() += c as u64;
+            }
         }
-        let snaps = line.snapshots(usm.clone(), dsm.clone());
-        usm.reset();
-        dsm.reset();
-        hp.reset();
+        let (usm, _) = s1.meters_of(tag);
+        let (_, dsm) = s2.meters_of(tag);
+        let snaps = line.snapshots(usm, dsm);
+        s2.clear_hashpipe();
         let mut installed = 0;
         let deferred = selector.take_deferred();
-        installed += apply(&deferred, &mut usm_rules, &mut dsm_rules, &mut hh_eta);
+        installed += apply(&deferred, &mut s1, &mut s2);
         let det = minus_meters(segments, codec, &snaps);
         for en in &det.entries {
             *out.estimate.entry(en.flow).or_default() += en.sent - en.lost;
         }
         let mut ops = selector.on_reports(&std::mem::take(&mut reports), segments, codec);
         ops.extend(selector.on_epoch(&det, &all, segments, codec));
-        installed += apply(&ops, &mut usm_rules, &mut dsm_rules, &mut hh_eta);
+        installed += apply(&ops, &mut s1, &mut s2);
         reported.clear();
         stat.packets_counted = det.segments.get(&line.segment).map_or(0, |c| c.sent);
         stat.active_flows = active.len() as u32;
-        stat.monitored_flows = usm_rules.len() as u32;
+        stat.monitored_flows = s1.rule_counts().0 as u32;
         stat.rules_installed = installed;
         active.clear();
         out.epochs.push(stat);

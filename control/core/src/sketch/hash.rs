@@ -1,7 +1,7 @@
 //! Hash functions of the data plane and the bit-slice contract the P4 program must follow.
 //!
-//! Only two hashes are computed per packet, both over the 13-byte flow key
-//! ([`FlowId::to_bytes`]: srcAddr, dstAddr, protocol, srcPort, dstPort, big-endian):
+//! Only two hashes are computed per packet, both over the flow key ([`FlowId::key_bytes`]:
+//! srcAddr, dstAddr, protocol, srcPort, dstPort, big-endian; 13 bytes for IPv4, 37 for IPv6):
 //!
 //! | name  | catalogue algorithm | poly     | init     | refin/refout | xorout   | check (`"123456789"`) |
 //! |-------|---------------------|----------|----------|--------------|----------|-----------------------|
@@ -71,15 +71,49 @@ pub struct FlowHashes {
 }
 
 impl FlowHashes {
-    /// Hashes the flow's 13-byte wire form: [`crc32`] and [`crc16`] of it, computed from
-    /// [`KeyTables`].
+    /// Hashes the flow's wire form ([`FlowId::key_bytes`]: 13 bytes for IPv4, 37 for IPv6):
+    /// [`crc32`] and [`crc16`] of it, computed from [`KeyTables`].
     pub fn of(flow: &FlowId) -> Self {
-        let t = &*KEY_TABLES;
-        let x = flow
-            .to_bytes()
+        match flow.v4_bytes() {
+            Some(key) => KEY_TABLES_V4.hash(&key),
+            None => KEY_TABLES_V6.hash(&flow.key_bytes()),
+        }
+    }
+}
+
+/// Both CRCs of a key of one length, one table lookup per byte. For messages of one length a
+/// CRC (init and final xor included) is affine over GF(2): the CRC of a key is the CRC of as many
+/// zero bytes XOR, for each byte position, what that byte's value adds to it. Each entry packs
+/// that contribution as `c32 | c16 << 32`. Hashing is on the hot path of the simulator and of
+/// `minus_meters` (millions of flows an epoch); byte-at-a-time CRCs form one long dependency
+/// chain, these lookups are independent.
+struct KeyTables {
+    zeros: u64,
+    by_byte: Vec<[u64; 256]>,
+}
+
+impl KeyTables {
+    fn new(len: usize) -> Self {
+        let both = |key: &[u8]| u64::from(crc32(key)) | u64::from(crc16(key)) << 32;
+        let zeros = both(&vec![0; len]);
+        let mut by_byte = vec![[0u64; 256]; len];
+        let mut key = vec![0u8; len];
+        for (i, tab) in by_byte.iter_mut().enumerate() {
+            for (v, e) in tab.iter_mut().enumerate() {
+                key[i] = v as u8;
+                *e = both(&key) ^ zeros;
+            }
+            key[i] = 0;
+        }
+        KeyTables { zeros, by_byte }
+    }
+
+    fn hash(&self, key: &[u8]) -> FlowHashes {
+        debug_assert_eq!(key.len(), self.by_byte.len());
+        let x = key
             .iter()
-            .zip(t.by_byte.iter())
-            .fold(t.zeros, |x, (&b, tab)| x ^ tab[b as usize]);
+            .zip(self.by_byte.iter())
+            .fold(self.zeros, |x, (&b, tab)| x ^ tab[b as usize]);
         FlowHashes {
             c32: x as u32,
             c16: (x >> 32) as u16,
@@ -87,33 +121,8 @@ impl FlowHashes {
     }
 }
 
-/// Both CRCs of a 13-byte key, one table lookup per byte. For messages of one length a CRC
-/// (init and final xor included) is affine over GF(2): the CRC of a key is the CRC of 13 zero
-/// bytes XOR, for each byte position, what that byte's value adds to it. Each entry packs that
-/// contribution as `c32 | c16 << 32`. Hashing is on the hot path of the simulator and of
-/// `minus_meters` (millions of flows an epoch); byte-at-a-time CRCs form one long dependency
-/// chain, these 13 lookups are independent.
-struct KeyTables {
-    zeros: u64,
-    by_byte: [[u64; 256]; FlowId::BYTES],
-}
-
-static KEY_TABLES: LazyLock<Box<KeyTables>> = LazyLock::new(|| {
-    let both = |key: &[u8; FlowId::BYTES]| u64::from(crc32(key)) | u64::from(crc16(key)) << 32;
-    let zeros = both(&[0; FlowId::BYTES]);
-    let mut t = Box::new(KeyTables {
-        zeros,
-        by_byte: [[0; 256]; FlowId::BYTES],
-    });
-    for (i, tab) in t.by_byte.iter_mut().enumerate() {
-        for (v, e) in tab.iter_mut().enumerate() {
-            let mut key = [0; FlowId::BYTES];
-            key[i] = v as u8;
-            *e = both(&key) ^ zeros;
-        }
-    }
-    t
-});
+static KEY_TABLES_V4: LazyLock<KeyTables> = LazyLock::new(|| KeyTables::new(FlowId::V4_BYTES));
+static KEY_TABLES_V6: LazyLock<KeyTables> = LazyLock::new(|| KeyTables::new(FlowId::V6_BYTES));
 
 /// `n` bits of `x` starting at bit `lo` (0 when `n == 0`).
 fn slice(x: u32, lo: u32, n: u32) -> usize {

@@ -19,11 +19,20 @@
 use super::error::{check_pow2, check_range, SketchConfigError};
 use super::hash::{hashpipe_index, log2, FlowHashes};
 use super::meter::MeterConfig;
-use crate::flow::FlowId;
 use serde::{Deserialize, Serialize};
 
-/// Bits of a HashPipe entry: flowID (104) + count (32).
+/// Bits of a HashPipe entry in the paper's accounting (Table I): flowID (104) + count (32). The
+/// overhead experiments compare memory on the paper's terms; our data plane keeps a 32-bit
+/// [`fingerprint`] instead of the flow ID (docs/dataplane.md).
 pub const HASHPIPE_ENTRY_BITS: usize = 104 + 32;
+
+/// A flow's HashPipe key: its CRC-32 with bit 0 set, so no fingerprint is 0 (an empty slot).
+/// Stages 1-2 index by slices of the carried flow's `c32` above bit 0, which the fingerprint
+/// keeps. Two flows are confused only when they share a stage slot and 31 bits of their CRC-32:
+/// about 2^-31 per pair of flows in one slot.
+pub fn fingerprint(h: FlowHashes) -> u32 {
+    h.c32 | 1
+}
 
 /// Shape of a HashPipe: `stages` (1..=3) × `entries` (a power of two). `meter_width` is the width
 /// of the meters on the same switch: the stage-1/2 slices of `c32` sit beside the meter slices, so
@@ -73,10 +82,10 @@ impl Default for HashPipeConfig {
     }
 }
 
-/// One occupied HashPipe slot.
+/// One occupied HashPipe slot: a flow's [`fingerprint`] and its count.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 pub struct HashPipeSlot {
-    pub flow: FlowId,
+    pub fp: u32,
     pub count: u32,
 }
 
@@ -112,26 +121,29 @@ impl HashPipe {
         self.slots.fill(None);
     }
 
-    fn pos(&self, h: FlowHashes, stage: usize) -> usize {
+    fn pos(&self, fp: u32, c16: u16, stage: usize) -> usize {
         let HashPipeConfig {
             entries,
             meter_width,
             ..
         } = self.config;
+        // Stages 1-2 read only c32 (the fingerprint); stage 0 only c16.
+        let h = FlowHashes { c32: fp, c16 };
         stage * entries + hashpipe_index(h, stage, entries, meter_width)
     }
 
-    /// Processes one packet of `flow` (whose hashes are `h`); returns the count HashPipe retains
+    /// Processes one packet of the flow whose hashes are `h`; returns the count HashPipe retains
     /// for the flow on a stage-0 hit, 1 on a miss (see the module doc).
-    pub fn update(&mut self, flow: &FlowId, h: FlowHashes) -> u32 {
-        let first = self.pos(h, 0);
+    pub fn update(&mut self, h: FlowHashes) -> u32 {
+        let fp = fingerprint(h);
+        let first = self.pos(fp, h.c16, 0);
         let (own, mut carry) = match self.slots[first] {
-            Some(ref mut s) if s.flow == *flow => {
+            Some(ref mut s) if s.fp == fp => {
                 s.count = s.count.wrapping_add(1);
                 let mut total = s.count;
                 for stage in 1..self.config.stages {
-                    if let Some(r) = self.slots[self.pos(h, stage)] {
-                        if r.flow == *flow {
+                    if let Some(r) = self.slots[self.pos(fp, 0, stage)] {
+                        if r.fp == fp {
                             total = total.wrapping_add(r.count);
                         }
                     }
@@ -139,22 +151,19 @@ impl HashPipe {
                 return total;
             }
             resident => {
-                self.slots[first] = Some(HashPipeSlot {
-                    flow: *flow,
-                    count: 1,
-                });
+                self.slots[first] = Some(HashPipeSlot { fp, count: 1 });
                 (1, resident)
             }
         };
         for stage in 1..self.config.stages {
             let Some(c) = carry else { break };
-            let pos = self.pos(FlowHashes::of(&c.flow), stage);
+            let pos = self.pos(c.fp, 0, stage);
             match self.slots[pos] {
                 None => {
                     self.slots[pos] = Some(c);
                     carry = None;
                 }
-                Some(ref mut r) if r.flow == c.flow => {
+                Some(ref mut r) if r.fp == c.fp => {
                     r.count = r.count.wrapping_add(c.count);
                     carry = None;
                 }
@@ -168,19 +177,20 @@ impl HashPipe {
         own
     }
 
-    /// Every occupied slot as `(stage, index, flow, count)`, stage-major.
-    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, FlowId, u32)> + '_ {
+    /// Every occupied slot as `(stage, index, fingerprint, count)`, stage-major.
+    pub fn entries(&self) -> impl Iterator<Item = (usize, usize, u32, u32)> + '_ {
         let entries = self.config.entries;
         self.slots
             .iter()
             .enumerate()
-            .filter_map(move |(i, s)| s.map(|s| (i / entries, i % entries, s.flow, s.count)))
+            .filter_map(move |(i, s)| s.map(|s| (i / entries, i % entries, s.fp, s.count)))
     }
 
     /// The controller-side estimate of a flow: the sum of its counts over all stages.
-    pub fn estimate(&self, flow: &FlowId) -> u32 {
+    pub fn estimate(&self, h: FlowHashes) -> u32 {
+        let fp = fingerprint(h);
         self.entries()
-            .filter(|e| e.2 == *flow)
+            .filter(|e| e.2 == fp)
             .fold(0u32, |acc, e| acc.wrapping_add(e.3))
     }
 }

@@ -38,7 +38,7 @@ pub use hash::{
     crc16, crc32, ecmp_member, ecmp_member_key_tna, ecmp_mod_term, ecmp_mul_term, hashpipe_index,
     meter_index, FlowHashes,
 };
-pub use hashpipe::{HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
+pub use hashpipe::{fingerprint, HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
 pub use meter::{
     p_clean, Bucket, CleanFlows, CleanLookup, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm,
     UsmBucket, DSM_BUCKET_BITS, USM_BUCKET_BITS,

@@ -43,9 +43,14 @@ pub fn row_seed(seed: u64, row: usize) -> u64 {
 /// Number of bits of a flow key ([`FlowId::to_bytes`] as an integer).
 pub const FLOW_KEY_BITS: u32 = 104;
 
-/// A flow's 104-bit wire form as an integer (big-endian: srcAddr is the most significant).
+/// An IPv4 flow's 104-bit wire form as an integer (big-endian: srcAddr is the most
+/// significant). The comparison sketches are the paper's, on its 104-bit IPv4 flow IDs.
+///
+/// # Panics
+/// On an IPv6 flow.
 pub fn flow_key(flow: &FlowId) -> u128 {
-    flow.to_bytes()
+    flow.v4_bytes()
+        .expect("the comparison sketches key IPv4 flows")
         .iter()
         .fold(0u128, |acc, &b| (acc << 8) | b as u128)
 }
@@ -56,13 +61,13 @@ pub fn flow_from_key(key: u128) -> Option<FlowId> {
         return None;
     }
     let b = |i: u32| (key >> (8 * (12 - i))) as u8;
-    Some(FlowId {
-        src: u32::from_be_bytes([b(0), b(1), b(2), b(3)]),
-        dst: u32::from_be_bytes([b(4), b(5), b(6), b(7)]),
-        proto: b(8),
-        sport: u16::from_be_bytes([b(9), b(10)]),
-        dport: u16::from_be_bytes([b(11), b(12)]),
-    })
+    Some(FlowId::v4(
+        u32::from_be_bytes([b(0), b(1), b(2), b(3)]),
+        u32::from_be_bytes([b(4), b(5), b(6), b(7)]),
+        b(8),
+        u16::from_be_bytes([b(9), b(10)]),
+        u16::from_be_bytes([b(11), b(12)]),
+    ))
 }
 
 #[cfg(test)]
@@ -71,13 +76,7 @@ mod tests {
 
     #[test]
     fn flow_key_round_trips_and_rejects_wide_keys() {
-        let f = FlowId {
-            src: 0x0a00_0001,
-            dst: 0xc0a8_0102,
-            proto: 17,
-            sport: 53,
-            dport: 65535,
-        };
+        let f = FlowId::v4(0x0a00_0001, 0xc0a8_0102, 17, 53, 65535);
         let k = flow_key(&f);
         assert!(k < 1 << 104);
         assert_eq!(flow_from_key(k), Some(f));

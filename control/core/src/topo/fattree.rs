@@ -1,7 +1,7 @@
 //! The k-ary fat-tree (Al-Fares et al.), named as the project's contract says:
 //! `core{i}` (i < (k/2)²), `agg{p}_{j}`, `edge{p}_{j}`, hosts `h{p}_{j}_{x}`; `agg{p}_{j}` links to
 //! `core{j*k/2 + c}` for c < k/2, and every `edge{p}_*` to every `agg{p}_*`.
-//! Host `h{p}_{j}_{x}` has address 10.p.j.(x+2).
+//! Host `h{p}_{j}_{x}` has addresses 10.p.j.(x+2) and fd00:0:p:j::(x+2).
 
 use super::{default_switch_id, Host, MonitorPlacement, Switch, SwitchIx, Topology, TopologyError};
 
@@ -49,9 +49,11 @@ pub fn fattree(k: u32, placement: MonitorPlacement) -> Result<Topology, Topology
     for p in 0..k {
         for j in 0..half {
             for x in 0..half {
+                let addr = u32::from_be_bytes([10, p as u8, j as u8, (x + 2) as u8]);
                 hosts.push(Host {
                     name: format!("h{p}_{j}_{x}"),
-                    addr: u32::from_be_bytes([10, p as u8, j as u8, (x + 2) as u8]),
+                    addr,
+                    addr6: super::default_ipv6(addr),
                     switch: edge[p as usize][j as usize],
                 });
             }

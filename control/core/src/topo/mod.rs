@@ -6,7 +6,10 @@
 //! always monitors (the paper requires full coverage of inter-switch links); the top layer can be
 //! monitors too ([`MonitorPlacement`]).
 
+pub mod addressing;
 pub mod fattree;
+pub mod forwarding;
+pub mod ports;
 mod routing;
 pub mod segments;
 pub mod yaml;
@@ -15,6 +18,9 @@ use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
+pub use addressing::{default_ipv6, rack_prefixes, Prefix};
+pub use forwarding::{Flood, FloodTree, ForwardingState, Replica, Route};
+pub use ports::{PortMap, SwitchPorts};
 pub use routing::{ecmp_mix, mix64, Routing};
 pub use segments::{Segment, SegmentId, Segments, SubProblem};
 
@@ -39,6 +45,8 @@ pub struct Host {
     pub name: String,
     /// IPv4 address as a number.
     pub addr: u32,
+    /// IPv6 address as a number (by default [`addressing::default_ipv6`] of `addr`).
+    pub addr6: u128,
     pub switch: SwitchIx,
 }
 

@@ -11,7 +11,10 @@
 //! ```
 //!
 //! Hosts given as a count are named `{switch}_h{x}`; hosts get addresses 10.a.b.(x+2) where a.b
-//! is the switch's position among layer-0 switches (fat-trees use 10.pod.edge.(x+2)).
+//! is the switch's position among layer-0 switches (fat-trees use 10.pod.edge.(x+2)). A host
+//! listed with `addr` may also give `addr6`; its IPv6 address is otherwise `fd00:0:a:b::(x+2)` for
+//! IPv4 `10.a.b.(x+2)` (`addressing::default_ipv6`). Racks are routed by prefix
+//! (`addressing::rack_prefixes`).
 
 use super::{default_switch_id, Host, MonitorPlacement, Switch, SwitchIx, Topology, TopologyError};
 use serde::{Deserialize, Serialize};
@@ -46,7 +49,8 @@ pub enum Hosts {
     Named(Vec<HostEntry>),
 }
 
-/// A host: just a name (address assigned), or a name with its IPv4 address.
+/// A host: just a name (addresses assigned), or a name with its IPv4 address and optionally its
+/// IPv6 address (default: `fd00:0:x:y::z` for IPv4 `w.x.y.z`).
 #[derive(Debug, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum HostEntry {
@@ -54,6 +58,8 @@ pub enum HostEntry {
     WithAddr {
         name: String,
         addr: std::net::Ipv4Addr,
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        addr6: Option<std::net::Ipv6Addr>,
     },
 }
 
@@ -117,16 +123,18 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
     let mut bottom_seen = 0u32;
     for (i, s) in f.switches.iter().enumerate() {
         let ix = i as SwitchIx;
-        let names: Vec<(String, Option<u32>)> = match &s.hosts {
+        let names: Vec<(String, Option<u32>, Option<u128>)> = match &s.hosts {
             Hosts::None => vec![],
             Hosts::Count(n) => (0..*n)
-                .map(|x| (format!("{}_h{x}", s.name), None))
+                .map(|x| (format!("{}_h{x}", s.name), None, None))
                 .collect(),
             Hosts::Named(v) => v
                 .iter()
                 .map(|h| match h {
-                    HostEntry::Name(n) => (n.clone(), None),
-                    HostEntry::WithAddr { name, addr } => (name.clone(), Some(u32::from(*addr))),
+                    HostEntry::Name(n) => (n.clone(), None, None),
+                    HostEntry::WithAddr { name, addr, addr6 } => {
+                        (name.clone(), Some(u32::from(*addr)), addr6.map(u128::from))
+                    }
                 })
                 .collect(),
         };
@@ -137,10 +145,12 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
         }
         if s.layer == 0 {
             let [_, _, a, b] = bottom_seen.to_be_bytes();
-            for (x, (name, addr)) in names.into_iter().enumerate() {
+            for (x, (name, addr, addr6)) in names.into_iter().enumerate() {
+                let addr = addr.unwrap_or(u32::from_be_bytes([10, a, b, (x + 2) as u8]));
                 hosts.push(Host {
                     name,
-                    addr: addr.unwrap_or(u32::from_be_bytes([10, a, b, (x + 2) as u8])),
+                    addr,
+                    addr6: addr6.unwrap_or(super::default_ipv6(addr)),
                     switch: ix,
                 });
             }
@@ -202,6 +212,8 @@ pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
                         HostEntry::WithAddr {
                             name: h.name.clone(),
                             addr: super::ipv4(h.addr),
+                            addr6: (h.addr6 != super::default_ipv6(h.addr))
+                                .then(|| std::net::Ipv6Addr::from(h.addr6)),
                         }
                     })
                     .collect();

@@ -84,6 +84,10 @@ impl Switch {
         }
     }
 
+    pub fn thrift_port(&self) -> u16 {
+        self.thrift
+    }
+
     /// A client, once the Thrift server answers (it starts after the program is loaded).
     pub fn client(&self, name: &str) -> ThriftClient {
         let deadline = Instant::now() + Duration::from_secs(30);

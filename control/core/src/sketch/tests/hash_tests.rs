@@ -31,7 +31,7 @@ fn check_values() {
 #[test]
 fn crcs_match_bmv2_parameters() {
     for (i, f) in random_flows(1, 200).iter().enumerate() {
-        let bytes = f.to_bytes();
+        let bytes = f.key_bytes();
         let data = &bytes[..i % 14];
         let c32 = bmv2_style(data, 32, 0x04C1_1DB7, 0xFFFF_FFFF, 0xFFFF_FFFF);
         let c16 = bmv2_style(data, 16, 0x8005, 0, 0);
@@ -44,8 +44,8 @@ fn crcs_match_bmv2_parameters() {
 fn flow_hashes_hash_the_wire_form() {
     let f = super::flow(0xC0A8_0001);
     let h = FlowHashes::of(&f);
-    assert_eq!(h.c32, crc32(&f.to_bytes()));
-    assert_eq!(h.c16, crc16(&f.to_bytes()));
+    assert_eq!(h.c32, crc32(&f.key_bytes()));
+    assert_eq!(h.c16, crc16(&f.key_bytes()));
 }
 
 #[test]
@@ -53,24 +53,58 @@ fn flow_hashes_equal_the_catalogue_crcs() {
     let mut flows = random_flows(11, 5_000);
     // Every value in every byte position.
     for v in 0..=255u8 {
-        let mut b = [0u8; FlowId::BYTES];
-        for i in 0..FlowId::BYTES {
+        let mut b = [0u8; FlowId::V4_BYTES];
+        for i in 0..FlowId::V4_BYTES {
             b[i] = v;
-            flows.push(FlowId {
-                src: u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
-                dst: u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
-                proto: b[8],
-                sport: u16::from_be_bytes([b[9], b[10]]),
-                dport: u16::from_be_bytes([b[11], b[12]]),
-            });
+            flows.push(FlowId::v4(
+                u32::from_be_bytes([b[0], b[1], b[2], b[3]]),
+                u32::from_be_bytes([b[4], b[5], b[6], b[7]]),
+                b[8],
+                u16::from_be_bytes([b[9], b[10]]),
+                u16::from_be_bytes([b[11], b[12]]),
+            ));
             b[i] = 0;
         }
     }
     for f in &flows {
         let h = FlowHashes::of(f);
-        assert_eq!(h.c32, crc32(&f.to_bytes()), "{f}");
-        assert_eq!(h.c16, crc16(&f.to_bytes()), "{f}");
+        assert_eq!(h.c32, crc32(&f.key_bytes()), "{f}");
+        assert_eq!(h.c16, crc16(&f.key_bytes()), "{f}");
     }
+}
+
+/// IPv6 flows hash their 37-byte key: every byte position, and random flows.
+#[test]
+fn ipv6_flow_hashes_equal_the_catalogue_crcs() {
+    use rand::{Rng, SeedableRng};
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+    let mut flows: Vec<FlowId> = (0..2_000)
+        .map(|_| {
+            FlowId::v6(
+                rng.random(),
+                rng.random(),
+                rng.random(),
+                rng.random(),
+                rng.random(),
+            )
+        })
+        .collect();
+    for i in 0..128 {
+        flows.push(FlowId::v6(1 << i, 0, 0, 0, 0));
+        flows.push(FlowId::v6(0, 1 << i, 0, 0, 0));
+    }
+    for f in &flows {
+        let key = f.key_bytes();
+        assert_eq!(key.len(), FlowId::V6_BYTES);
+        let h = FlowHashes::of(f);
+        assert_eq!(h.c32, crc32(&key), "{f}");
+        assert_eq!(h.c16, crc16(&key), "{f}");
+    }
+    // The IPv4-mapped form of an IPv4 flow is not its key: IPv4 flows hash 13 bytes.
+    let v4 = FlowId::v4(0x0a00_0001, 0x0a00_0002, 17, 1, 2);
+    let mapped = FlowId::v6(v4.src.to_u128(), v4.dst.to_u128(), 17, 1, 2);
+    assert_eq!(mapped, v4, "one representation");
+    assert_eq!(FlowHashes::of(&v4).c32, crc32(&v4.v4_bytes().unwrap()));
 }
 
 #[test]
@@ -141,8 +175,8 @@ fn salted_crcs_are_correlated() {
     let diff = |f: &crate::FlowId| {
         let mut a = vec![0x01];
         let mut b = vec![0x02];
-        a.extend(f.to_bytes());
-        b.extend(f.to_bytes());
+        a.extend_from_slice(&f.key_bytes());
+        b.extend_from_slice(&f.key_bytes());
         crc32(&a) ^ crc32(&b)
     };
     let flows = random_flows(2, 100);

@@ -1,0 +1,427 @@
+//! The BMv2 driver (`simple_switch_grpc`): P4Runtime for the pipeline, tables, multicast groups
+//! and digests; BMv2's Thrift runtime for the registers (its P4Runtime server has no register
+//! reads). Thrift calls block, so they run off the async runtime; a read still running when the
+//! fabric gave up on it is waited for (and discarded) before the next one starts.
+
+use super::p4runtime;
+use crate::bmv2_thrift::{ThriftClient, Timeouts};
+use crate::contract::{Program, Register};
+use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::entries::{McGroup, Write};
+use crate::meters::{Cell, MeterCells, RowCells};
+use crate::p4info::P4InfoIndex;
+use crate::p4rt::{P4RtClient, P4RtConfig, P4RtError};
+use crate::switches::BoundSwitch;
+use bfrt_proto::p4rt::update;
+use std::sync::Arc;
+use std::time::Duration;
+
+/// The BMv2 context (simple_switch has one pipeline, context 0).
+pub const CXT_ID: i32 = 0;
+
+#[derive(Clone, Debug)]
+pub struct Bmv2Options {
+    pub election_id: u128,
+    /// P4Runtime role; empty = the default role (full access).
+    pub role: String,
+    /// Deadline of each gRPC and Thrift call, and of connecting.
+    pub timeout: Duration,
+    pub digest_queue: usize,
+    /// Digest messages accepted per second; the excess is dropped and counted.
+    pub digest_rate: u32,
+    /// Updates per Write request.
+    pub write_batch: usize,
+}
+
+impl Default for Bmv2Options {
+    fn default() -> Self {
+        Self {
+            election_id: 1,
+            role: String::new(),
+            timeout: Duration::from_secs(2),
+            digest_queue: 4096,
+            digest_rate: 20_000,
+            write_batch: 1000,
+        }
+    }
+}
+
+/// The compiled program every BMv2 switch of a run gets: P4Info, BMv2 JSON, the contract
+/// resolved against the P4Info, and the cookie that tags this run's pipeline.
+pub struct Bmv2Program {
+    pub p4info: P4InfoIndex,
+    pub device_config: Vec<u8>,
+    pub program: Program,
+    pub cookie: u64,
+}
+
+impl Bmv2Program {
+    /// Resolves the contract against `p4info`; fails naming what differs.
+    pub fn new(
+        p4info: P4InfoIndex,
+        device_config: Vec<u8>,
+    ) -> Result<Self, crate::contract::ContractError> {
+        let program = Program::from_p4info(&p4info.path, &p4info.info)?;
+        // The cookie names this run's pipeline: a switch reporting another one lost our state.
+        let cookie = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| d.as_nanos() as u64)
+            .unwrap_or(1)
+            | 1;
+        Ok(Self {
+            p4info,
+            device_config,
+            program,
+            cookie,
+        })
+    }
+}
+
+type ThriftRead =
+    tokio::task::JoinHandle<(Option<ThriftClient>, Result<Vec<MeterCells>, DriverError>)>;
+
+pub struct Bmv2Driver {
+    bound: BoundSwitch,
+    opts: Bmv2Options,
+    prog: Arc<Bmv2Program>,
+    monitor: bool,
+    client: Option<P4RtClient>,
+    thrift: Option<ThriftClient>,
+    /// A register read still running (its caller gave up waiting).
+    pending: Option<ThriftRead>,
+}
+
+fn from_p4rt(e: P4RtError) -> DriverError {
+    match e {
+        P4RtError::NotPrimary { .. } => DriverError::NotPrimary(e.to_string()),
+        e if e.is_unreachable() => DriverError::Unreachable(e.to_string()),
+        e => DriverError::Refused(e.to_string()),
+    }
+}
+
+impl Bmv2Driver {
+    pub fn new(
+        bound: BoundSwitch,
+        monitor: bool,
+        prog: Arc<Bmv2Program>,
+        opts: Bmv2Options,
+    ) -> Self {
+        Self {
+            bound,
+            opts,
+            prog,
+            monitor,
+            client: None,
+            thrift: None,
+            pending: None,
+        }
+    }
+
+    fn p4rt_config(&self) -> P4RtConfig {
+        let b = &self.bound;
+        let mut c = P4RtConfig::new(&b.name, &b.endpoint.grpc, b.endpoint.device_id);
+        c.election_id = self.opts.election_id;
+        c.role = self.opts.role.clone();
+        c.tls = b.endpoint.tls.clone();
+        c.timeout = self.opts.timeout;
+        c.digest_queue = self.opts.digest_queue;
+        c.digest_rate = self.opts.digest_rate;
+        c
+    }
+
+    fn client(&mut self) -> Result<&mut P4RtClient, DriverError> {
+        self.client
+            .as_mut()
+            .ok_or_else(|| DriverError::Unreachable("not connected".into()))
+    }
+
+    async fn enable_digest(&mut self) -> Result<(), DriverError> {
+        if !self.monitor {
+            return Ok(());
+        }
+        let id = self.prog.program.digest.id;
+        self.client()?
+            .enable_digest(
+                id,
+                Duration::from_millis(10),
+                64,
+                Duration::from_millis(100),
+            )
+            .await
+            .map_err(from_p4rt)
+    }
+
+    fn thrift_addr(&self) -> Result<String, DriverError> {
+        self.bound.endpoint.thrift.clone().ok_or_else(|| {
+            DriverError::Refused(format!(
+                "{} has no `thrift` address in the switches file: BMv2 registers are read over Thrift",
+                self.bound.name
+            ))
+        })
+    }
+
+    /// Runs `f` on the Thrift connection off the async runtime (connecting first if needed).
+    async fn with_thrift<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut ThriftClient) -> Result<T, DriverError> + Send + 'static,
+    ) -> Result<T, DriverError> {
+        self.finish_pending().await;
+        let addr = self.thrift_addr()?;
+        let (name, timeout, kept) = (
+            self.bound.name.clone(),
+            self.opts.timeout,
+            self.thrift.take(),
+        );
+        let (t, r) = tokio::task::spawn_blocking(move || {
+            let mut t = match kept {
+                Some(t) => t,
+                None => match ThriftClient::connect(
+                    name,
+                    addr.as_str(),
+                    Timeouts {
+                        connect: timeout,
+                        io: timeout,
+                    },
+                ) {
+                    Ok(t) => t,
+                    Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
+                },
+            };
+            let r = f(&mut t);
+            (r.is_ok().then_some(t), r)
+        })
+        .await
+        .map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
+        self.thrift = t;
+        r
+    }
+
+    /// Waits for a read the fabric gave up on (bounded by the Thrift I/O timeout inside it).
+    async fn finish_pending(&mut self) {
+        if let Some(p) = self.pending.take() {
+            if let Ok((t, _)) = p.await {
+                self.thrift = t;
+            }
+        }
+    }
+}
+
+fn rows(meters: &crate::contract::MeterRegisters) -> Vec<(String, String)> {
+    meters
+        .rows()
+        .map(|r| (r.id.name.clone(), r.state.name.clone()))
+        .collect()
+}
+
+fn read_cells(
+    t: &mut ThriftClient,
+    names: &[(String, String)],
+    usm_rows: usize,
+) -> Result<Vec<MeterCells>, DriverError> {
+    let flat: Vec<&str> = names
+        .iter()
+        .flat_map(|(a, b)| [a.as_str(), b.as_str()])
+        .collect();
+    let arrays = t
+        .register_read_all_many(CXT_ID, &flat)
+        .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+    let as_u64 = |v: &Vec<i64>| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
+    let mut cells = MeterCells::default();
+    for (i, pair) in arrays.chunks(2).enumerate() {
+        let row = RowCells::from_pairs(&as_u64(&pair[0]), &as_u64(&pair[1]));
+        if i < usm_rows {
+            cells.usm.push(row);
+        } else {
+            cells.dsm.push(row);
+        }
+    }
+    Ok(vec![cells])
+}
+
+impl SwitchDriver for Bmv2Driver {
+    fn name(&self) -> &str {
+        &self.bound.name
+    }
+
+    async fn connect(&mut self) -> Result<Attach, DriverError> {
+        self.client = None;
+        self.thrift = None;
+        let mut c = P4RtClient::connect_primary(self.p4rt_config())
+            .await
+            .map_err(from_p4rt)?;
+        let cookie = c.pipeline_cookie().await.map_err(from_p4rt)?;
+        self.client = Some(c);
+        if cookie == Some(self.prog.cookie) {
+            self.enable_digest().await?;
+            Ok(Attach::Kept)
+        } else {
+            Ok(Attach::Fresh)
+        }
+    }
+
+    fn connected(&self) -> bool {
+        self.client.as_ref().is_some_and(|c| c.healthy())
+    }
+
+    async fn load_pipeline(&mut self) -> Result<(), DriverError> {
+        let prog = self.prog.clone();
+        self.client()?
+            .set_pipeline(&prog.p4info.bytes, &prog.device_config, prog.cookie)
+            .await
+            .map_err(from_p4rt)?;
+        self.enable_digest().await
+    }
+
+    fn program(&self) -> Option<&Program> {
+        Some(&self.prog.program)
+    }
+
+    async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        let prog = self.prog.clone();
+        let mut failed = Vec::new();
+        let mut ups = Vec::with_capacity(writes.len());
+        let mut index = Vec::with_capacity(writes.len());
+        for (i, w) in writes.iter().enumerate() {
+            match p4runtime::write_update(&prog.program, w) {
+                Ok(u) => {
+                    ups.push(u);
+                    index.push(i);
+                }
+                Err(e) => failed.push((i, DriverError::Refused(e.to_string()))),
+            }
+        }
+        let batch = self.opts.write_batch.max(1);
+        let client = match self.client() {
+            Ok(c) => c,
+            Err(e) => return (0..writes.len()).map(|i| (i, e.clone())).collect(),
+        };
+        for (chunk, idx) in ups.chunks(batch).zip(index.chunks(batch)) {
+            if let Err(e) = client.write(chunk.to_vec(), batch).await {
+                match &e {
+                    P4RtError::Rpc { details, .. } if !details.is_empty() => {
+                        for (j, _, msg) in details {
+                            if let Some(&i) = idx.get(*j) {
+                                failed.push((i, DriverError::Refused(msg.clone())));
+                            }
+                        }
+                    }
+                    _ => {
+                        let de = from_p4rt(e);
+                        failed.extend(idx.iter().map(|&i| (i, de.clone())));
+                    }
+                }
+            }
+        }
+        failed.sort_by_key(|(i, _)| *i);
+        failed
+    }
+
+    async fn write_groups(&mut self, groups: &[McGroup]) -> Result<(), DriverError> {
+        let ups: Vec<_> = groups
+            .iter()
+            .map(|g| p4runtime::group_update(g, update::Type::Insert))
+            .collect();
+        let batch = self.opts.write_batch;
+        self.client()?.write(ups, batch).await.map_err(from_p4rt)
+    }
+
+    async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
+        self.finish_pending().await;
+        let addr = self.thrift_addr()?;
+        let names = rows(&self.prog.program.meters);
+        let usm_rows = self.prog.program.meters.usm.len();
+        let (name, timeout, kept) = (
+            self.bound.name.clone(),
+            self.opts.timeout,
+            self.thrift.take(),
+        );
+        let task: ThriftRead = tokio::task::spawn_blocking(move || {
+            let mut t = match kept {
+                Some(t) => t,
+                None => match ThriftClient::connect(
+                    name,
+                    addr.as_str(),
+                    Timeouts {
+                        connect: timeout,
+                        io: timeout,
+                    },
+                ) {
+                    Ok(t) => t,
+                    Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
+                },
+            };
+            let r = read_cells(&mut t, &names, usm_rows);
+            (r.is_ok().then_some(t), r)
+        });
+        // Kept here while awaited: if the caller gives up, the next call finishes it.
+        self.pending = Some(task);
+        let r = self.pending.as_mut().expect("just set").await;
+        self.pending = None;
+        let (t, r) = r.map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
+        self.thrift = t;
+        r
+    }
+
+    async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
+        let meters = &self.prog.program.meters;
+        let targets: Vec<(String, i32)> = cells
+            .iter()
+            .flat_map(|c| {
+                let row = if c.dsm {
+                    &meters.dsm[c.row]
+                } else {
+                    &meters.usm[c.row]
+                };
+                [
+                    (row.id.name.clone(), c.index as i32),
+                    (row.state.name.clone(), c.index as i32),
+                ]
+            })
+            .collect();
+        self.with_thrift(move |t| {
+            for (name, i) in &targets {
+                t.register_write(CXT_ID, name, *i, 0)
+                    .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+            }
+            Ok(())
+        })
+        .await
+    }
+
+    async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
+        let regs: Vec<(String, usize)> = self
+            .prog
+            .program
+            .hashpipe
+            .iter()
+            .map(|r: &Register| (r.name.clone(), r.size))
+            .collect();
+        self.with_thrift(move |t| {
+            let arrays: Vec<(&str, usize)> = regs.iter().map(|(n, s)| (n.as_str(), *s)).collect();
+            t.register_zero_many(CXT_ID, &arrays)
+                .map_err(|e| DriverError::Unreachable(e.to_string()))
+        })
+        .await
+    }
+
+    fn take_digests(&mut self) -> Digests {
+        let mut out = Digests::default();
+        let prog = self.prog.clone();
+        let Some(c) = self.client.as_mut() else {
+            return out;
+        };
+        for list in c.take_digests() {
+            for d in &list.data {
+                match p4runtime::decode_digest(&prog.program, d) {
+                    Ok(r) => out.reports.push(r),
+                    Err(e) => out.bad.push(e),
+                }
+            }
+        }
+        out.dropped_total = c
+            .stats
+            .digests_dropped
+            .load(std::sync::atomic::Ordering::Relaxed);
+        out
+    }
+}

@@ -1,0 +1,4 @@
+//! The switch drivers behind [`crate::driver::SwitchDriver`].
+
+pub mod bmv2;
+pub mod p4runtime;

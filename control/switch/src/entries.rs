@@ -1,0 +1,341 @@
+//! What Canary writes into a switch's tables, before any wire format: the forwarding a switch
+//! needs ([`forwarding`]: host ports, flood groups, the ECMP tables, routes), its configuration
+//! ([`config`]) and the monitoring rules ([`rule`]). One builder for both targets; the P4Runtime
+//! and BF Runtime drivers render [`Entry`]s with the ids and widths of the resolved
+//! [`Program`](crate::contract::Program).
+//!
+//! The ECMP tables stand in for a multiplier and a remainder (p4src/include/forwarding.p4):
+//! `ecmp_mul0..3` (`ecmp_mul_term`, rewritten when the switch's pathBF mask changes),
+//! `ecmp_mod_hi`/`_lo` (`ecmp_mod_term`, per distinct group size), and `2s - 1` `ecmp_group`
+//! entries per group of size `s`; together they pick `canary_core::sketch::ecmp_member`.
+
+use crate::contract::Table;
+use canary_core::fabric::RuleOp;
+use canary_core::model::SwitchConfig;
+use canary_core::sketch::{ecmp_mod_term, ecmp_mul_term};
+use canary_core::topo::ForwardingState;
+use canary_core::FlowId;
+
+/// The value of one key field.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Key {
+    Exact(u128),
+    /// Value and prefix length (on the field's width).
+    Lpm(u128, u32),
+}
+
+/// One table entry: keys in the contract's order, the contract's action with `args` in its
+/// order. A `default` entry sets the table's default action (keyless `switch_config`).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Entry {
+    pub table: Table,
+    pub keys: Vec<Key>,
+    pub args: Vec<u128>,
+    pub default: bool,
+}
+
+impl Entry {
+    fn new(table: Table, keys: Vec<Key>, args: Vec<u128>) -> Self {
+        Entry {
+            table,
+            keys,
+            args,
+            default: false,
+        }
+    }
+}
+
+/// How an entry changes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Change {
+    Insert,
+    Modify,
+    Delete,
+}
+
+/// One write.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Write {
+    pub change: Change,
+    pub entry: Entry,
+}
+
+/// A multicast group: its replicas as (port, replication id); id 1 marks a copy that leaves to
+/// a host and loses the shim (p4src: egress).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct McGroup {
+    pub id: u16,
+    pub replicas: Vec<(u32, u16)>,
+}
+
+/// The replication id of copies that leave to a host.
+pub const RID_TO_HOST: u16 = 1;
+
+/// A switch's forwarding as entries and multicast groups.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Forwarding {
+    /// In an order no lookup can go wrong in: ports, flood groups, the ECMP tables and
+    /// `ecmp_group`, routes last (no route is there before its group).
+    pub entries: Vec<Entry>,
+    pub groups: Vec<McGroup>,
+}
+
+/// The keyless `switch_config` table's default action.
+pub fn config(c: SwitchConfig) -> Entry {
+    Entry {
+        table: Table::SwitchConfig,
+        keys: vec![],
+        args: vec![u128::from(c.monitor), c.mask.into(), c.epoch.into()],
+        default: true,
+    }
+}
+
+/// `ecmp_mul0..3` for pathBF mask `mask`: 4 × 256 entries.
+pub fn mul_entries(mask: u32) -> Vec<Entry> {
+    let tables = [
+        Table::EcmpMul0,
+        Table::EcmpMul1,
+        Table::EcmpMul2,
+        Table::EcmpMul3,
+    ];
+    let mut out = Vec::with_capacity(4 * 256);
+    for (i, t) in tables.into_iter().enumerate() {
+        for b in 0..=255u8 {
+            out.push(Entry::new(
+                t,
+                vec![Key::Exact(b.into())],
+                vec![ecmp_mul_term(mask, i, b).into()],
+            ));
+        }
+    }
+    out
+}
+
+/// Every entry and group that makes a switch forward as `state` says, with the ECMP product
+/// tables of pathBF mask `mask`.
+pub fn forwarding(state: &ForwardingState, mask: u32) -> Forwarding {
+    let mut entries = Vec::new();
+    for &p in &state.host_ports {
+        entries.push(Entry::new(
+            Table::HostPortIn,
+            vec![Key::Exact(p.into())],
+            vec![],
+        ));
+        entries.push(Entry::new(
+            Table::HostPortOut,
+            vec![Key::Exact(p.into())],
+            vec![],
+        ));
+    }
+    for f in &state.floods {
+        entries.push(Entry::new(
+            Table::FloodGroup,
+            vec![Key::Exact(f.in_port.into())],
+            vec![f.group.into()],
+        ));
+    }
+    entries.extend(mul_entries(mask));
+    for s in state.sizes() {
+        for b in 0..=255u8 {
+            for (t, hi) in [(Table::EcmpModHi, true), (Table::EcmpModLo, false)] {
+                entries.push(Entry::new(
+                    t,
+                    vec![Key::Exact(s.into()), Key::Exact(b.into())],
+                    vec![ecmp_mod_term(s, hi, b).into()],
+                ));
+            }
+        }
+    }
+    for (g, members) in &state.groups {
+        let s = members.len();
+        for j in 0..2 * s - 1 {
+            entries.push(Entry::new(
+                Table::EcmpGroup,
+                vec![Key::Exact((*g).into()), Key::Exact(j as u128)],
+                vec![members[j % s].into()],
+            ));
+        }
+    }
+    for r in &state.routes {
+        entries.push(Entry::new(
+            Table::IpRoute,
+            vec![Key::Lpm(
+                r.prefix.addr.to_u128(),
+                u32::from(r.prefix.len128()),
+            )],
+            vec![r.group.into(), r.size.into()],
+        ));
+    }
+    let groups = state
+        .floods
+        .iter()
+        .map(|f| McGroup {
+            id: f.group,
+            replicas: f
+                .replicas
+                .iter()
+                .map(|r| (r.port, if r.to_host { RID_TO_HOST } else { 0 }))
+                .collect(),
+        })
+        .collect();
+    Forwarding { entries, groups }
+}
+
+fn flow_keys(f: &FlowId) -> Vec<Key> {
+    vec![
+        Key::Exact(f.src.to_u128()),
+        Key::Exact(f.dst.to_u128()),
+        Key::Exact(f.proto.into()),
+        Key::Exact(f.sport.into()),
+        Key::Exact(f.dport.into()),
+    ]
+}
+
+/// The write for one rule change. USM and DSM installs carry the rule's `id`
+/// (`crate::rule_ids`; ignored otherwise). `modify` turns an HH install into a modify (a rule
+/// that is there gets its new η).
+pub fn rule(op: &RuleOp, id: u32, modify: bool) -> Write {
+    let (change, table, keys, args) = match *op {
+        RuleOp::InstallDsm { flow, path_bf, .. } => {
+            let mut k = flow_keys(&flow);
+            k.push(Key::Exact(path_bf.into()));
+            (Change::Insert, Table::Dsm, k, vec![id.into()])
+        }
+        RuleOp::RemoveDsm { flow, path_bf, .. } => {
+            let mut k = flow_keys(&flow);
+            k.push(Key::Exact(path_bf.into()));
+            (Change::Delete, Table::Dsm, k, vec![0])
+        }
+        RuleOp::InstallUsm { flow, .. } => (
+            Change::Insert,
+            Table::Usm,
+            flow_keys(&flow),
+            vec![id.into()],
+        ),
+        RuleOp::RemoveUsm { flow, .. } => (Change::Delete, Table::Usm, flow_keys(&flow), vec![0]),
+        RuleOp::InstallHh { path_bf, eta, .. } => (
+            if modify {
+                Change::Modify
+            } else {
+                Change::Insert
+            },
+            Table::Hh,
+            vec![Key::Exact(path_bf.into())],
+            vec![eta.into()],
+        ),
+        RuleOp::RemoveHh { path_bf, .. } => (
+            Change::Delete,
+            Table::Hh,
+            vec![Key::Exact(path_bf.into())],
+            vec![0],
+        ),
+    };
+    Write {
+        change,
+        entry: Entry::new(table, keys, args),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_core::sketch::ecmp_member;
+    use canary_core::topo::{fattree::fattree, FloodTree, MonitorPlacement, PortMap, Routing};
+    use std::collections::HashMap;
+
+    /// The entries, looked up as p4src/include/forwarding.p4 does, pick the member
+    /// `ecmp_member` picks, for every route of an edge, an agg and a core switch.
+    #[test]
+    fn the_ecmp_tables_pick_the_models_member() {
+        let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let routing = Routing::new(&topo);
+        let tree = FloodTree::new(&topo);
+        let ports = PortMap::canonical(&topo);
+        for name in ["edge1_0", "agg2_1", "core3"] {
+            let s = topo.switch(name).unwrap();
+            let state = ForwardingState::of(&topo, &routing, &tree, s, ports.of(s));
+            for mask in [0u32, 0x0010_0201, 0xdead_beef] {
+                let f = forwarding(&state, mask);
+                let exact: HashMap<(Table, Vec<Key>), u128> = f
+                    .entries
+                    .iter()
+                    .map(|e| {
+                        (
+                            (e.table, e.keys.clone()),
+                            e.args.first().copied().unwrap_or(0),
+                        )
+                    })
+                    .collect();
+                let get = |t, k: Vec<u128>| {
+                    exact[&(t, k.into_iter().map(Key::Exact).collect::<Vec<_>>())]
+                };
+                for (g, members) in &state.groups {
+                    let size = members.len() as u16;
+                    for c32 in [0u32, 1, 0xffff_ffff, 0x1234_5678, 0x8000_0001, 0x0f0f_f0f0] {
+                        let muls = [
+                            Table::EcmpMul0,
+                            Table::EcmpMul1,
+                            Table::EcmpMul2,
+                            Table::EcmpMul3,
+                        ];
+                        let prod = (0..4).fold(0u32, |acc, i| {
+                            acc.wrapping_add(
+                                get(muls[i], vec![u128::from((c32 >> (8 * i)) as u8)]) as u32
+                            )
+                        });
+                        let rh = get(Table::EcmpModHi, vec![size.into(), (prod >> 24).into()]);
+                        let rl = get(
+                            Table::EcmpModLo,
+                            vec![size.into(), ((prod >> 16) & 0xff).into()],
+                        );
+                        let port = get(Table::EcmpGroup, vec![(*g).into(), rh + rl]);
+                        let want = members[ecmp_member(c32, mask, size) as usize];
+                        assert_eq!(port, u128::from(want), "{name} group {g} c32 {c32:#x}");
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn routes_come_last_and_floods_become_groups() {
+        let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let routing = Routing::new(&topo);
+        let tree = FloodTree::new(&topo);
+        let ports = PortMap::canonical(&topo);
+        let s = topo.switch("edge0_0").unwrap();
+        let state = ForwardingState::of(&topo, &routing, &tree, s, ports.of(s));
+        let f = forwarding(&state, 7);
+        let first_route = f
+            .entries
+            .iter()
+            .position(|e| e.table == Table::IpRoute)
+            .unwrap();
+        assert!(f.entries[first_route..]
+            .iter()
+            .all(|e| e.table == Table::IpRoute));
+        assert_eq!(f.entries.len() - first_route, state.routes.len());
+        assert_eq!(f.groups.len(), 4);
+        for g in &f.groups {
+            for &(port, rid) in &g.replicas {
+                assert_eq!(rid == RID_TO_HOST, state.host_ports.contains(&port));
+            }
+        }
+        // An IPv4 rack route is its IPv4-mapped prefix.
+        let p: canary_core::topo::Prefix = "10.1.0.0/24".parse().unwrap();
+        assert!(f.entries.contains(&Entry::new(
+            Table::IpRoute,
+            vec![Key::Lpm(0xffff_0a01_0000, 120)],
+            vec![
+                state
+                    .routes
+                    .iter()
+                    .find(|r| r.prefix == p)
+                    .unwrap()
+                    .group
+                    .into(),
+                2
+            ],
+        )));
+    }
+}

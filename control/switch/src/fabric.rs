@@ -1,0 +1,651 @@
+//! The generic [`Fabric`] over real switches: everything the controller needs of a fabric that
+//! is not target-specific, written once over any [`SwitchDriver`].
+//!
+//! * Per switch: what it should hold (forwarding, configuration, the Canary rules the controller
+//!   asked for, with their rule IDs) and whether it holds it.
+//! * Reconnect and re-push: a switch that comes back without Canary's state (restarted, another
+//!   pipeline) gets pipeline, forwarding, configuration and rules again before it is used, and
+//!   the controller hears that it restarted, so its segments sit the epoch out.
+//! * Rule waves: switches are written in parallel, so order across them is kept by waves: USM
+//!   removals, then DSM and HH rules, then USM installs (a USM rule counting and marking before
+//!   its DSM rule exists downstream would read as loss).
+//! * Harvest: every monitor in parallel under a deadline; a late or failed harvest costs that
+//!   switch's segments for the epoch and nothing else. Meters are tagged with their epoch, so a
+//!   harvest only reads: no clearing races the next epoch, and a late harvest leaves nothing to
+//!   repair.
+//! * Digests: drained from every driver, dropped ones counted.
+//!
+//! One switch that does not answer costs its own segments and nothing else.
+
+use crate::driver::{Attach, DriverError, SwitchDriver};
+use crate::entries::{self, Change, Write};
+use crate::meters::{self, Decoded};
+use crate::rule_ids::RuleIds;
+use canary_core::capacity::Capacity;
+use canary_core::fabric::{
+    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
+};
+use canary_core::model::{epoch_tag, SwitchConfig};
+use canary_core::sketch::{Dsm, Usm};
+use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
+use canary_core::FlowId;
+use futures::future::join_all;
+use std::collections::{BTreeMap, BTreeSet};
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Debug)]
+pub struct FabricOptions {
+    /// A switch whose harvest takes longer is left out of that epoch.
+    pub harvest_deadline: Duration,
+    /// Attach to switches that already run Canary's program and leave the pipeline and
+    /// forwarding to the controller that owns them (P4Runtime roles): Canary writes only its
+    /// configuration and rules.
+    pub attach_only: bool,
+}
+
+impl Default for FabricOptions {
+    fn default() -> Self {
+        Self {
+            harvest_deadline: Duration::from_millis(500),
+            attach_only: false,
+        }
+    }
+}
+
+/// What the fabric has seen, for metrics and reports.
+#[derive(Clone, Debug, Default, serde::Serialize)]
+pub struct FabricCounters {
+    /// Switches found without Canary's state and configured again.
+    pub repushes: u64,
+    pub harvest_errors: u64,
+    pub harvests_late: u64,
+    /// Meter buckets read between the updates of their two registers (left out as dirty).
+    pub torn_buckets: u64,
+    /// Meter cells zeroed because their tag was about to wrap.
+    pub stale_cells_cleared: u64,
+    pub digests: u64,
+    pub digests_dropped: u64,
+    pub digest_decode_errors: u64,
+    pub write_errors: u64,
+}
+
+/// The rules the controller asked for on one switch: what a restarted switch gets back.
+#[derive(Clone, Debug, Default)]
+struct Rules {
+    dsm: BTreeSet<(FlowId, u32)>,
+    usm: BTreeSet<FlowId>,
+    hh: BTreeMap<u32, u32>,
+}
+
+struct Slot<D> {
+    driver: D,
+    ix: SwitchIx,
+    monitor: bool,
+    mask: u32,
+    forwarding: entries::Forwarding,
+    rules: Rules,
+    ids: RuleIds,
+    /// Configured at least once (a later re-push means it restarted).
+    configured: bool,
+    /// Connected and holding what it should, as far as we know.
+    up: bool,
+    dropped_seen: u64,
+}
+
+enum Up {
+    /// As we left it.
+    Same,
+    /// Configured again: it lost its state.
+    Repushed,
+}
+
+/// The generic fabric over drivers of type `D`.
+pub struct SwitchFabric<D> {
+    slots: Vec<Slot<D>>,
+    opts: FabricOptions,
+    start: Instant,
+    epoch: u64,
+    capacity: Capacity,
+    events: Vec<(SwitchIx, SwitchError)>,
+    pub counters: FabricCounters,
+}
+
+fn switch_error(e: DriverError) -> SwitchError {
+    match e {
+        DriverError::Unreachable(m) => SwitchError::Unreachable(m),
+        e => SwitchError::Other(e.to_string()),
+    }
+}
+
+impl<D: SwitchDriver> SwitchFabric<D> {
+    /// One driver per switch of `topo`, in topology order; `ports` are the switches' ports,
+    /// `masks` their pathBF masks. Nothing is contacted until [`SwitchFabric::connect`].
+    pub fn new(
+        topo: &Topology,
+        ports: &PortMap,
+        masks: &[u32],
+        drivers: Vec<D>,
+        capacity: Capacity,
+        opts: FabricOptions,
+    ) -> Self {
+        assert_eq!(drivers.len(), topo.switches.len(), "one driver per switch");
+        let routing = Routing::new(topo);
+        let tree = FloodTree::new(topo);
+        let slots = drivers
+            .into_iter()
+            .enumerate()
+            .map(|(i, driver)| {
+                let s = i as SwitchIx;
+                let state = ForwardingState::of(topo, &routing, &tree, s, ports.of(s));
+                Slot {
+                    driver,
+                    ix: s,
+                    monitor: topo.switches[i].monitor,
+                    mask: masks[i],
+                    forwarding: entries::forwarding(&state, masks[i]),
+                    rules: Rules::default(),
+                    ids: RuleIds::default(),
+                    configured: false,
+                    up: false,
+                    dropped_seen: 0,
+                }
+            })
+            .collect();
+        Self {
+            slots,
+            opts,
+            start: Instant::now(),
+            epoch: 0,
+            capacity,
+            events: Vec::new(),
+            counters: FabricCounters::default(),
+        }
+    }
+
+    /// Connects to every switch and configures it, retrying switches that are not up yet until
+    /// `patience` has passed. Fails when any switch cannot be configured by then: a run starts
+    /// on a whole fabric.
+    pub async fn connect(&mut self, patience: Duration) -> anyhow::Result<()> {
+        let deadline = Instant::now() + patience;
+        let (epoch, attach_only) = (self.epoch, self.opts.attach_only);
+        loop {
+            let pending: Vec<&mut Slot<D>> = self.slots.iter_mut().filter(|s| !s.up).collect();
+            let results = join_all(pending.into_iter().map(|s| async move {
+                (
+                    s.driver.name().to_string(),
+                    ensure_up(s, epoch, attach_only).await,
+                )
+            }))
+            .await;
+            let errors: Vec<String> = results
+                .into_iter()
+                .filter_map(|(n, r)| r.err().map(|e| format!("{n}: {e}")))
+                .collect();
+            if errors.is_empty() {
+                break;
+            }
+            if Instant::now() >= deadline {
+                anyhow::bail!("cannot configure the fabric:\n  {}", errors.join("\n  "));
+            }
+            tracing::info!("waiting for {} switches: {}", errors.len(), errors[0]);
+            tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        self.start = Instant::now();
+        Ok(())
+    }
+
+    /// A switch whose harvest takes longer than `d` is left out of that epoch.
+    pub fn set_harvest_deadline(&mut self, d: Duration) {
+        self.opts.harvest_deadline = d;
+    }
+
+    /// The driver of switch `s`.
+    pub fn driver(&self, s: SwitchIx) -> &D {
+        &self.slots[s as usize].driver
+    }
+
+    pub fn driver_mut(&mut self, s: SwitchIx) -> &mut D {
+        &mut self.slots[s as usize].driver
+    }
+
+    /// The rule IDs of switch `s`.
+    pub fn rule_ids(&self, s: SwitchIx) -> &RuleIds {
+        &self.slots[s as usize].ids
+    }
+
+    fn note(&mut self, ix: SwitchIx, e: &SwitchError) {
+        if !self.events.iter().any(|(s, _)| *s == ix) {
+            self.events.push((ix, e.clone()));
+        }
+    }
+}
+
+/// Every entry of the switch's forwarding, as inserts.
+fn inserts(entries: &[entries::Entry]) -> Vec<Write> {
+    entries
+        .iter()
+        .map(|e| Write {
+            change: Change::Insert,
+            entry: e.clone(),
+        })
+        .collect()
+}
+
+/// The first failure of a batch of writes, as an error naming how many failed.
+fn first_failure(what: &str, failed: Vec<(usize, DriverError)>) -> Result<(), SwitchError> {
+    match failed.into_iter().next() {
+        None => Ok(()),
+        Some((i, e)) => Err(switch_error(match e {
+            DriverError::Unreachable(m) => DriverError::Unreachable(m),
+            e => DriverError::Refused(format!("{what}, write {i}: {e}")),
+        })),
+    }
+}
+
+/// Makes sure the switch is reachable and holds what it should; configures it when it does not.
+async fn ensure_up<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    epoch: u64,
+    attach_only: bool,
+) -> Result<Up, SwitchError> {
+    if slot.up && slot.driver.connected() {
+        return Ok(Up::Same);
+    }
+    slot.up = false;
+    let attach = slot.driver.connect().await.map_err(switch_error)?;
+    if attach == Attach::Kept && slot.configured {
+        slot.up = true;
+        return Ok(Up::Same);
+    }
+    if !attach_only {
+        slot.driver.load_pipeline().await.map_err(switch_error)?;
+        slot.driver
+            .write_groups(&slot.forwarding.groups)
+            .await
+            .map_err(switch_error)?;
+        let failed = slot.driver.write(&inserts(&slot.forwarding.entries)).await;
+        first_failure("forwarding", failed)?;
+    }
+    let config = entries::config(SwitchConfig {
+        monitor: slot.monitor,
+        mask: slot.mask,
+        epoch: epoch_tag(epoch),
+    });
+    let mut writes = vec![Write {
+        change: Change::Modify,
+        entry: config,
+    }];
+    let r = &slot.rules;
+    let ids = &mut slot.ids;
+    let mut ops: Vec<RuleOp> = r
+        .dsm
+        .iter()
+        .map(|&(flow, path_bf)| RuleOp::InstallDsm {
+            switch: slot.ix,
+            flow,
+            path_bf,
+        })
+        .collect();
+    ops.extend(r.usm.iter().map(|&flow| RuleOp::InstallUsm {
+        switch: slot.ix,
+        flow,
+    }));
+    ops.extend(r.hh.iter().map(|(&path_bf, &eta)| RuleOp::InstallHh {
+        switch: slot.ix,
+        path_bf,
+        eta,
+    }));
+    for op in &ops {
+        let id = ids
+            .for_op(op)
+            .map_err(|e| SwitchError::Other(e.to_string()))?
+            .unwrap_or(0);
+        writes.push(entries::rule(op, id, false));
+    }
+    let failed = slot.driver.write(&writes).await;
+    first_failure("configuration and rules", failed)?;
+    let was = slot.configured;
+    slot.configured = true;
+    slot.up = true;
+    Ok(if was { Up::Repushed } else { Up::Same })
+}
+
+/// Reads one monitor's meters of `epoch` under `deadline`, decodes them (pipes merged), zeroes
+/// cells about to wrap and HashPipe. `Err(true)`: late.
+async fn harvest_one<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    epoch: u64,
+    deadline: Duration,
+) -> Result<(MeterSnapshot, usize, usize), (SwitchError, bool)> {
+    let tag = epoch_tag(epoch);
+    let read = tokio::time::timeout(deadline, slot.driver.read_meters()).await;
+    // IDs age per harvest, read or not: the cells of the epochs before can no longer be read.
+    let pipes = match read {
+        Err(_) => {
+            slot.ids.harvested();
+            return Err((
+                SwitchError::Other(format!(
+                    "harvest slower than its deadline ({deadline:?}): epoch skipped for this switch"
+                )),
+                true,
+            ));
+        }
+        Ok(Err(e)) => {
+            slot.ids.harvested();
+            return Err((switch_error(e), false));
+        }
+        Ok(Ok(p)) => p,
+    };
+    let name = slot.driver.name().to_string();
+    let layout = slot
+        .driver
+        .program()
+        .ok_or_else(|| (SwitchError::Other("no program resolved".into()), false))?
+        .meters
+        .clone();
+    let mut decoded = Vec::with_capacity(pipes.len());
+    for cells in &pipes {
+        let d = meters::decode(&layout, cells, tag, &slot.ids, &name)
+            .map_err(|e| (SwitchError::Other(e.to_string()), false))?;
+        decoded.push(d);
+    }
+    slot.ids.harvested();
+    let merged = meters::merge_pipes(decoded);
+    let Decoded {
+        usm,
+        dsm,
+        torn_buckets,
+        stale,
+    } = merged;
+    let n_stale = stale.len();
+    if !stale.is_empty() {
+        if let Err(e) = slot.driver.clear_cells(&stale).await {
+            tracing::warn!(
+                switch = name,
+                "zeroing {} stale meter cells: {e}",
+                stale.len()
+            );
+        }
+    }
+    if let Err(e) = slot.driver.clear_hashpipe().await {
+        tracing::warn!(switch = name, "clearing HashPipe: {e}");
+    }
+    Ok((
+        MeterSnapshot {
+            switch: slot.ix,
+            epoch,
+            parity: Parity::of_epoch(epoch),
+            usm,
+            dsm,
+        },
+        torn_buckets,
+        n_stale,
+    ))
+}
+
+impl<D: SwitchDriver> Fabric for SwitchFabric<D> {
+    fn now(&self) -> Duration {
+        self.start.elapsed()
+    }
+
+    async fn wait(&mut self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+
+    fn capacity(&self) -> Capacity {
+        self.capacity
+    }
+
+    async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
+        self.epoch = epoch;
+        let attach_only = self.opts.attach_only;
+        // Every switch is checked (and configured again if it lost its state) before any
+        // monitor flips, so a re-push never lands among flipped switches.
+        let ready = join_all(
+            self.slots
+                .iter_mut()
+                .map(|slot| ensure_up(slot, epoch, attach_only)),
+        )
+        .await;
+        let results = join_all(
+            self.slots
+                .iter_mut()
+                .zip(ready)
+                .map(|(slot, r)| async move {
+                    let up = r?;
+                    if !slot.monitor {
+                        return Ok(up);
+                    }
+                    let w = Write {
+                        change: Change::Modify,
+                        entry: entries::config(SwitchConfig {
+                            monitor: true,
+                            mask: slot.mask,
+                            epoch: epoch_tag(epoch),
+                        }),
+                    };
+                    let failed = slot.driver.write(std::slice::from_ref(&w)).await;
+                    first_failure("epoch flip", failed)?;
+                    Ok(up)
+                }),
+        )
+        .await;
+        let mut out = Vec::new();
+        let mut events = Vec::new();
+        for (slot, r) in self.slots.iter().zip(results) {
+            let r = match r {
+                Ok(Up::Same) => Ok(()),
+                Ok(Up::Repushed) => {
+                    self.counters.repushes += 1;
+                    Err(SwitchError::Restarted(format!(
+                        "{} came back without Canary's state: configured again",
+                        slot.driver.name()
+                    )))
+                }
+                Err(e) => Err(e),
+            };
+            if let Err(e) = &r {
+                events.push((slot.ix, e.clone()));
+            }
+            if slot.monitor {
+                out.push((slot.ix, r));
+            }
+        }
+        for (ix, e) in events {
+            self.note(ix, &e);
+        }
+        out
+    }
+
+    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+        let deadline = self.opts.harvest_deadline;
+        let results = join_all(
+            self.slots
+                .iter_mut()
+                .filter(|s| s.monitor)
+                .map(|slot| harvest_one(slot, epoch, deadline)),
+        )
+        .await;
+        let monitors: Vec<(SwitchIx, bool)> = self
+            .slots
+            .iter()
+            .filter(|s| s.monitor)
+            .map(|s| (s.ix, s.driver.connected()))
+            .collect();
+        let mut out = Vec::new();
+        for ((ix, connected), r) in monitors.into_iter().zip(results) {
+            let r = match r {
+                // A stream that broke during the epoch means the switch may have restarted
+                // since the flip: its counts cannot be trusted.
+                Ok(_) if !connected => Err(SwitchError::Unreachable(
+                    "lost the connection during the epoch".into(),
+                )),
+                Ok((snap, torn, stale)) => {
+                    self.counters.torn_buckets += torn as u64;
+                    self.counters.stale_cells_cleared += stale as u64;
+                    Ok(snap)
+                }
+                Err((e, late)) => {
+                    self.counters.harvests_late += u64::from(late);
+                    Err(e)
+                }
+            };
+            if let Err(e) = &r {
+                self.counters.harvest_errors += 1;
+                self.note(ix, e);
+            }
+            out.push((ix, r));
+        }
+        // Transit switches that went away during the epoch also spoil the segments they carry.
+        let lost: Vec<SwitchIx> = self
+            .slots
+            .iter()
+            .filter(|s| !s.monitor && !s.driver.connected())
+            .map(|s| s.ix)
+            .collect();
+        for ix in lost {
+            self.note(
+                ix,
+                &SwitchError::Unreachable("lost the connection during the epoch".into()),
+            );
+        }
+        out
+    }
+
+    async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
+        let wave = |op: &RuleOp| match op {
+            RuleOp::RemoveUsm { .. } => 0,
+            RuleOp::InstallUsm { .. } => 2,
+            _ => 1,
+        };
+        let mut failed = Vec::new();
+        for w in 0..3 {
+            let part: Vec<RuleOp> = ops.iter().filter(|o| wave(o) == w).cloned().collect();
+            if !part.is_empty() {
+                failed.extend(self.apply_wave(&part).await);
+            }
+        }
+        self.counters.write_errors += failed.len() as u64;
+        failed
+    }
+
+    async fn take_reports(&mut self) -> Vec<HhReport> {
+        let mut out = Vec::new();
+        for slot in self.slots.iter_mut().filter(|s| s.monitor) {
+            let d = slot.driver.take_digests();
+            for bad in &d.bad {
+                tracing::warn!(switch = slot.driver.name(), "bad HH digest: {bad}");
+            }
+            self.counters.digest_decode_errors += d.bad.len() as u64;
+            self.counters.digests_dropped += d.dropped_total.saturating_sub(slot.dropped_seen);
+            slot.dropped_seen = slot.dropped_seen.max(d.dropped_total);
+            out.extend(d.reports.into_iter().map(|(flow, path_bf)| HhReport {
+                switch: slot.ix,
+                flow,
+                path_bf,
+            }));
+        }
+        self.counters.digests += out.len() as u64;
+        out
+    }
+
+    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
+        std::mem::take(&mut self.events)
+    }
+}
+
+impl<D: SwitchDriver> SwitchFabric<D> {
+    /// One wave of rule changes, every switch written in parallel.
+    async fn apply_wave(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
+        let mut per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Write)>> = BTreeMap::new();
+        let mut failed = Vec::new();
+        for op in ops {
+            let Some(slot) = self.slots.get_mut(op.switch() as usize) else {
+                failed.push((op.clone(), SwitchError::Other("no such switch".into())));
+                continue;
+            };
+            let r = &mut slot.rules;
+            // Only real changes reach the switch; the desired rules change either way.
+            let (change, modify) = match *op {
+                RuleOp::InstallDsm { flow, path_bf, .. } => (r.dsm.insert((flow, path_bf)), false),
+                RuleOp::RemoveDsm { flow, path_bf, .. } => (r.dsm.remove(&(flow, path_bf)), false),
+                RuleOp::InstallUsm { flow, .. } => (r.usm.insert(flow), false),
+                RuleOp::RemoveUsm { flow, .. } => (r.usm.remove(&flow), false),
+                RuleOp::InstallHh { path_bf, eta, .. } => match r.hh.insert(path_bf, eta) {
+                    None => (true, false),
+                    Some(old) => (old != eta, true),
+                },
+                RuleOp::RemoveHh { path_bf, .. } => (r.hh.remove(&path_bf).is_some(), false),
+            };
+            if !change {
+                continue;
+            }
+            // A removal retires its ID even if the switch then refuses the delete: a bucket
+            // holding it after two harvests fails the harvest loudly rather than being decoded
+            // as another flow.
+            let id = match slot.ids.for_op(op) {
+                Ok(id) => id.unwrap_or(0),
+                Err(e) => {
+                    failed.push((op.clone(), SwitchError::Other(e.to_string())));
+                    continue;
+                }
+            };
+            per_switch
+                .entry(op.switch())
+                .or_default()
+                .push((op.clone(), entries::rule(op, id, modify)));
+        }
+        let mut work: Vec<(&mut Slot<D>, Vec<(RuleOp, Write)>)> = Vec::new();
+        for slot in self.slots.iter_mut() {
+            if let Some(list) = per_switch.remove(&slot.ix) {
+                work.push((slot, list));
+            }
+        }
+        let results = join_all(work.into_iter().map(|(slot, list)| async move {
+            if !(slot.up && slot.driver.connected()) {
+                // Kept in the desired rules: the switch gets them when it is configured again.
+                let e =
+                    SwitchError::Unreachable(format!("{} is not connected", slot.driver.name()));
+                return list
+                    .into_iter()
+                    .map(|(op, _)| (op, e.clone()))
+                    .collect::<Vec<_>>();
+            }
+            let writes: Vec<Write> = list.iter().map(|(_, w)| w.clone()).collect();
+            slot.driver
+                .write(&writes)
+                .await
+                .into_iter()
+                .filter_map(|(i, e)| list.get(i).map(|(op, _)| (op.clone(), switch_error(e))))
+                .collect()
+        }))
+        .await;
+        for r in results {
+            failed.extend(r);
+        }
+        failed
+    }
+
+    /// Meters of `epoch` of every monitor, without the harvest's side effects: for tests.
+    pub async fn peek_meters(
+        &mut self,
+        s: SwitchIx,
+        epoch: u64,
+    ) -> Result<(Usm, Dsm), SwitchError> {
+        let slot = &mut self.slots[s as usize];
+        let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
+        let layout = slot
+            .driver
+            .program()
+            .ok_or_else(|| SwitchError::Other("no program resolved".into()))?
+            .meters
+            .clone();
+        let decoded = pipes
+            .iter()
+            .map(|c| meters::decode(&layout, c, epoch_tag(epoch), &slot.ids, slot.driver.name()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SwitchError::Other(e.to_string()))?;
+        let d = meters::merge_pipes(decoded);
+        Ok((d.usm, d.dsm))
+    }
+}

@@ -1,0 +1,326 @@
+//! The meters' registers as a switch holds them, and the harvest that decodes one epoch's
+//! buckets into `canary_core` meters: one decoder for every target (BMv2 reads cells over
+//! Thrift, Tofino over BF Runtime, the chaos driver from the model).
+//!
+//! A meter row is two registers of `2 × width` cells (p4src/include/meters.p4), cell
+//! `parity × width + column`: `id_reg` holds {tag, rule ID}, `state_reg` {tag, count} with the
+//! dirty flag in bit 31 of the count. A bucket belongs to the epoch whose tag it holds
+//! (`canary_core::model::epoch_tag`); any other tag means empty, so nothing is cleared between
+//! epochs. Rule IDs map back to flows through the controller's [`RuleIds`].
+//!
+//! Tags wrap after `EPOCH_TAGS` epochs; a bucket nobody touched for that long would look fresh.
+//! So the harvest also names cells of the finished parity whose tag is more than half a wrap
+//! old ([`Decoded::stale`]), and the fabric zeroes them: a few cells now and then, never a whole
+//! register while it counts.
+
+use crate::contract::MeterRegisters;
+use crate::rule_ids::{RuleIds, RuleKey};
+use canary_core::model::EPOCH_TAGS;
+use canary_core::sketch::{Dsm, DsmBucket, MeterConfig, Usm, UsmBucket};
+
+/// One meter row as read from one pipe: every cell of its two registers.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct RowCells {
+    pub id_tag: Vec<u32>,
+    pub id: Vec<u32>,
+    pub state_tag: Vec<u32>,
+    pub count: Vec<u32>,
+}
+
+impl RowCells {
+    /// An all-zero row of `cells` cells (what a switch holds after it boots).
+    pub fn zeroed(cells: usize) -> Self {
+        RowCells {
+            id_tag: vec![0; cells],
+            id: vec![0; cells],
+            state_tag: vec![0; cells],
+            count: vec![0; cells],
+        }
+    }
+
+    /// From BMv2's 64-bit pairs (first member in the upper half).
+    pub fn from_pairs(id_reg: &[u64], state_reg: &[u64]) -> Self {
+        let hi = |v: &[u64]| v.iter().map(|&x| (x >> 32) as u32).collect();
+        let lo = |v: &[u64]| v.iter().map(|&x| x as u32).collect();
+        RowCells {
+            id_tag: hi(id_reg),
+            id: lo(id_reg),
+            state_tag: hi(state_reg),
+            count: lo(state_reg),
+        }
+    }
+}
+
+/// Every meter row of one pipe: USM rows, then DSM rows.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct MeterCells {
+    pub usm: Vec<RowCells>,
+    pub dsm: Vec<RowCells>,
+}
+
+/// A cell to zero: (is DSM, row, cell).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Cell {
+    pub dsm: bool,
+    pub row: usize,
+    pub index: usize,
+}
+
+/// One epoch's meters, decoded.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Decoded {
+    pub usm: Usm,
+    pub dsm: Dsm,
+    /// Buckets read mid-update (the ID of this epoch, the count not yet): left out as dirty.
+    pub torn_buckets: usize,
+    /// Cells of the finished parity old enough to be taken for a fresh epoch after the tags
+    /// wrap: to be zeroed.
+    pub stale: Vec<Cell>,
+}
+
+/// Why a harvest could not be decoded. Every variant names the switch and the register.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HarvestError {
+    #[error("switch {switch}: {register}: {got} cells, the program says {expected}")]
+    Length {
+        switch: String,
+        register: String,
+        got: usize,
+        expected: usize,
+    },
+    #[error("switch {switch}: {register}[{index}] holds rule ID {id}, which is {problem}")]
+    RuleId {
+        switch: String,
+        register: String,
+        index: usize,
+        id: u32,
+        problem: &'static str,
+    },
+}
+
+/// Tags apart, going forward from `old` to `new` (both epoch tags, ≥ 2).
+fn age(new: u32, old: u32) -> u64 {
+    let (n, o) = (u64::from(new) - 2, u64::from(old) - 2);
+    (n + EPOCH_TAGS - o) % EPOCH_TAGS
+}
+
+/// Decodes the buckets of the epoch with tag `tag` from one pipe's `cells`, mapping rule IDs
+/// through `ids`. `switch` names the switch in errors.
+pub fn decode(
+    layout: &MeterRegisters,
+    cells: &MeterCells,
+    tag: u16,
+    ids: &RuleIds,
+    switch: &str,
+) -> Result<Decoded, HarvestError> {
+    let config = layout.config();
+    let w = config.width;
+    for (got, want, name) in [
+        (cells.usm.len(), layout.usm.len(), "USM rows"),
+        (cells.dsm.len(), layout.dsm.len(), "DSM rows"),
+    ] {
+        if got != want {
+            return Err(HarvestError::Length {
+                switch: switch.into(),
+                register: name.into(),
+                got,
+                expected: want,
+            });
+        }
+    }
+    let parity = usize::from(tag & 1);
+    let tag = u32::from(tag);
+    let mut torn = 0;
+    let mut stale = Vec::new();
+    let mut usm = Vec::with_capacity(config.num_buckets());
+    let mut dsm = Vec::with_capacity(config.num_buckets());
+    for (is_dsm, rows, regs) in [
+        (false, &cells.usm, &layout.usm),
+        (true, &cells.dsm, &layout.dsm),
+    ] {
+        for (r, (row, reg)) in rows.iter().zip(regs).enumerate() {
+            for (len, name) in [
+                (row.id_tag.len(), &reg.id.name),
+                (row.id.len(), &reg.id.name),
+                (row.state_tag.len(), &reg.state.name),
+                (row.count.len(), &reg.state.name),
+            ] {
+                if len != 2 * w {
+                    return Err(HarvestError::Length {
+                        switch: switch.into(),
+                        register: name.clone(),
+                        got: len,
+                        expected: 2 * w,
+                    });
+                }
+            }
+            for col in 0..w {
+                let i = parity * w + col;
+                let t = row.id_tag[i];
+                if t != tag {
+                    if t >= 2 && row.id[i] != 0 && age(tag, t) >= EPOCH_TAGS / 2 {
+                        stale.push(Cell {
+                            dsm: is_dsm,
+                            row: r,
+                            index: i,
+                        });
+                    }
+                    if is_dsm {
+                        dsm.push(DsmBucket::default());
+                    } else {
+                        usm.push(UsmBucket::default());
+                    }
+                    continue;
+                }
+                let id = row.id[i];
+                let bad = |problem| HarvestError::RuleId {
+                    switch: switch.into(),
+                    register: reg.id.name.clone(),
+                    index: i,
+                    id,
+                    problem,
+                };
+                let key = ids
+                    .key(id)
+                    .ok_or_else(|| bad("not one this controller assigned"))?;
+                // Read between the two registers' updates: this epoch's ID, an older count.
+                let mid_update = row.state_tag[i] != tag;
+                torn += usize::from(mid_update);
+                let dirty = mid_update || row.count[i] >> 31 == 1;
+                let count = if mid_update {
+                    0
+                } else {
+                    row.count[i] & 0x7fff_ffff
+                };
+                match (key, is_dsm) {
+                    (RuleKey::Usm(flow), false) => usm.push(UsmBucket {
+                        dirty,
+                        flow: Some(flow),
+                        count,
+                    }),
+                    (RuleKey::Dsm(flow, path_bf), true) => dsm.push(DsmBucket {
+                        dirty,
+                        flow: Some(flow),
+                        path_bf,
+                        count,
+                    }),
+                    (_, true) => return Err(bad("a USM rule's, in a DSM register")),
+                    (_, false) => return Err(bad("a DSM rule's, in a USM register")),
+                }
+            }
+        }
+    }
+    let shape = MeterConfig {
+        rows: cells.usm.len(),
+        width: w,
+    };
+    Ok(Decoded {
+        usm: Usm::from_buckets(shape, usm).expect("the contract validated the shape"),
+        dsm: Dsm::from_buckets(
+            MeterConfig {
+                rows: cells.dsm.len(),
+                width: w,
+            },
+            dsm,
+        )
+        .expect("the contract validated the shape"),
+        torn_buckets: torn,
+        stale,
+    })
+}
+
+/// One meter of a switch from its pipes' meters (Tofino keeps registers per pipe; a flow's
+/// packets are counted in the pipe of the port they arrive on). A bucket one pipe holds is
+/// taken; the same flow in several pipes adds up; different flows make it dirty.
+pub fn merge_pipes(mut pipes: Vec<Decoded>) -> Decoded {
+    if pipes.len() <= 1 {
+        return pipes.pop().unwrap_or_else(|| Decoded {
+            usm: Usm::new(MeterConfig::default()).expect("valid"),
+            dsm: Dsm::new(MeterConfig::default()).expect("valid"),
+            torn_buckets: 0,
+            stale: Vec::new(),
+        });
+    }
+    let first = pipes.remove(0);
+    let (mut usm, mut dsm) = (first.usm.buckets().to_vec(), first.dsm.buckets().to_vec());
+    let (mut torn, mut stale) = (first.torn_buckets, first.stale);
+    for p in &pipes {
+        for (a, b) in usm.iter_mut().zip(p.usm.buckets()) {
+            match (a.flow, b.flow) {
+                (_, None) => {}
+                (None, Some(_)) => *a = *b,
+                (Some(x), Some(y)) => {
+                    a.dirty |= b.dirty || x != y;
+                    a.count = a.count.wrapping_add(b.count);
+                }
+            }
+        }
+        for (a, b) in dsm.iter_mut().zip(p.dsm.buckets()) {
+            match (a.flow, b.flow) {
+                (_, None) => {}
+                (None, Some(_)) => *a = *b,
+                (Some(x), Some(y)) => {
+                    a.dirty |= b.dirty || x != y || a.path_bf != b.path_bf;
+                    a.count = a.count.wrapping_add(b.count);
+                }
+            }
+        }
+        torn += p.torn_buckets;
+        stale.extend(&p.stale);
+    }
+    stale.sort_unstable();
+    stale.dedup();
+    Decoded {
+        usm: Usm::from_buckets(first.usm.config(), usm).expect("same shape"),
+        dsm: Dsm::from_buckets(first.dsm.config(), dsm).expect("same shape"),
+        torn_buckets: torn,
+        stale,
+    }
+}
+
+/// The registers that hold `usm` and `dsm` as the meters of the epoch with tag `tag` in its
+/// parity, every other cell zero: what a switch's registers are when they counted exactly that.
+/// `id_of` gives each rule's ID. (The chaos driver's switch, and tests.)
+pub fn encode(
+    width: usize,
+    parts: &[(u16, &Usm, &Dsm)],
+    id_of: impl Fn(RuleKey) -> Option<u32>,
+) -> MeterCells {
+    let rows = parts.first().map_or(0, |p| p.1.config().rows);
+    let mut cells = MeterCells {
+        usm: (0..rows).map(|_| RowCells::zeroed(2 * width)).collect(),
+        dsm: (0..rows).map(|_| RowCells::zeroed(2 * width)).collect(),
+    };
+    for &(tag, usm, dsm) in parts {
+        let base = usize::from(tag & 1) * width;
+        let t = u32::from(tag);
+        let put = |row: &mut RowCells, col: usize, key: RuleKey, dirty: bool, count: u32| {
+            let i = base + col;
+            row.id_tag[i] = t;
+            row.id[i] = id_of(key).unwrap_or(0);
+            row.state_tag[i] = t;
+            row.count[i] = count & 0x7fff_ffff | u32::from(dirty) << 31;
+        };
+        for (i, b) in usm.buckets().iter().enumerate() {
+            if let Some(f) = b.flow {
+                put(
+                    &mut cells.usm[i / width],
+                    i % width,
+                    RuleKey::Usm(f),
+                    b.dirty,
+                    b.count,
+                );
+            }
+        }
+        for (i, b) in dsm.buckets().iter().enumerate() {
+            if let Some(f) = b.flow {
+                let key = RuleKey::Dsm(f, b.path_bf);
+                put(&mut cells.dsm[i / width], i % width, key, b.dirty, b.count);
+            }
+        }
+    }
+    cells
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,203 @@
+use super::*;
+use crate::contract::{MeterRow, Register};
+use canary_core::capacity::Capacity;
+use canary_core::fabric::RuleOp;
+use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
+use canary_core::sketch::FlowHashes;
+use canary_core::FlowId;
+
+const W: usize = 1024;
+
+fn layout() -> MeterRegisters {
+    let reg = |name: String| Register {
+        name,
+        id: 0,
+        size: 2 * W,
+        index: None,
+        members: vec![],
+    };
+    let rows = |m: &str| {
+        (0..3)
+            .map(|r| MeterRow {
+                id: reg(format!("{m}.buckets.row{r}.id_reg")),
+                state: reg(format!("{m}.buckets.row{r}.state_reg")),
+            })
+            .collect()
+    };
+    MeterRegisters {
+        usm: rows("upstream_meter"),
+        dsm: rows("downstream_meter"),
+        width: W,
+    }
+}
+
+/// Flow `i` (ports from a multiplicative hash of `i`: CRCs are linear, and flows that differ
+/// only in a counter would share few buckets).
+fn flow(i: u32) -> FlowId {
+    let x = i.wrapping_mul(0x9E37_79B1);
+    FlowId::v4(0x0a00_0000 | i, 0x0a01_0001, 17, (x >> 16) as u16, x as u16)
+}
+
+/// A monitor whose USM counted 3000 flows (collisions, dirty buckets) in epoch 7 and whose DSM
+/// counted some of them on two pathBFs in epoch 8 (the other parity).
+fn busy_switch(ids: &mut RuleIds) -> SwitchModel {
+    let mut m = SwitchModel::new(Capacity::unlimited(
+        MeterConfig::new(3, W).unwrap(),
+        Capacity::of_program().hashpipe,
+    ));
+    m.set_config(SwitchConfig {
+        monitor: true,
+        mask: 1,
+        epoch: epoch_tag(7),
+    });
+    for i in 0..3000 {
+        let op = RuleOp::InstallUsm {
+            switch: 0,
+            flow: flow(i),
+        };
+        ids.for_op(&op).unwrap();
+        m.apply(&op).unwrap();
+        for _ in 0..=(i % 3) {
+            let mut shim = Shim::default();
+            m.monitor(&flow(i), FlowHashes::of(&flow(i)), &mut shim, false);
+        }
+    }
+    for i in 0..500 {
+        for bf in [0x10u32, 0x20] {
+            let op = RuleOp::InstallDsm {
+                switch: 0,
+                flow: flow(i),
+                path_bf: bf,
+            };
+            ids.for_op(&op).unwrap();
+            m.apply(&op).unwrap();
+            let mut shim = Shim {
+                path_bf: bf,
+                counted: true,
+                epoch: epoch_tag(8),
+            };
+            m.monitor(&flow(i), FlowHashes::of(&flow(i)), &mut shim, false);
+        }
+    }
+    m
+}
+
+/// The switch's registers: USM counted in epoch 7, DSM in epoch 8 (the other parity).
+fn cells_of(m: &SwitchModel, ids: &RuleIds) -> MeterCells {
+    let (u7, _) = m.meters_of(epoch_tag(7));
+    let (_, d8) = m.meters_of(epoch_tag(8));
+    let empty_u = Usm::new(u7.config()).unwrap();
+    let empty_d = Dsm::new(d8.config()).unwrap();
+    encode(
+        W,
+        &[(epoch_tag(7), &u7, &empty_d), (epoch_tag(8), &empty_u, &d8)],
+        |k| ids.id_of(&k),
+    )
+}
+
+#[test]
+fn registers_decode_to_the_models_meters_epoch_by_epoch() {
+    let mut ids = RuleIds::default();
+    let m = busy_switch(&mut ids);
+    let cells = cells_of(&m, &ids);
+    for e in [7u64, 8] {
+        let d = decode(&layout(), &cells, epoch_tag(e), &ids, "s1").unwrap();
+        let (usm, dsm) = m.meters_of(epoch_tag(e));
+        assert_eq!(d.usm, usm, "USM of epoch {e}");
+        assert_eq!(d.dsm, dsm, "DSM of epoch {e}");
+        assert_eq!(d.torn_buckets, 0);
+        assert!(d.stale.is_empty());
+    }
+    let (u7, _) = m.meters_of(epoch_tag(7));
+    assert!(u7.dirty_buckets() > 100, "the USM has collisions");
+    // Epoch 9 reuses epoch 7's parity: everything there is another epoch's, so empty.
+    let d = decode(&layout(), &cells, epoch_tag(9), &ids, "s1").unwrap();
+    assert_eq!(d.usm.occupied(), 0);
+}
+
+#[test]
+fn a_bucket_read_between_its_two_registers_is_left_out_as_dirty() {
+    let mut ids = RuleIds::default();
+    let m = busy_switch(&mut ids);
+    let mut cells = cells_of(&m, &ids);
+    let (u7, _) = m.meters_of(epoch_tag(7));
+    let col_of = |f: &FlowId| canary_core::sketch::meter_index(FlowHashes::of(f), 0, W);
+    // A flow whose row-0 bucket is clean in the model.
+    let f = (0..3000)
+        .map(flow)
+        .find(|f| {
+            let b = u7.bucket(0, col_of(f));
+            !b.dirty && b.flow == Some(*f)
+        })
+        .unwrap();
+    let col = col_of(&f);
+    let i = usize::from(epoch_tag(7) & 1) * W + col;
+    assert_eq!(cells.usm[0].state_tag[i], u32::from(epoch_tag(7)));
+    cells.usm[0].state_tag[i] = u32::from(epoch_tag(5));
+    let d = decode(&layout(), &cells, epoch_tag(7), &ids, "s1").unwrap();
+    assert_eq!(d.torn_buckets, 1);
+    assert!(d.usm.bucket(0, col).dirty, "read mid-update: not trusted");
+}
+
+#[test]
+fn an_unknown_or_misplaced_rule_id_fails_with_the_register_and_cell() {
+    let mut ids = RuleIds::default();
+    let m = busy_switch(&mut ids);
+    let mut cells = cells_of(&m, &ids);
+    let i = cells.usm[1]
+        .id_tag
+        .iter()
+        .position(|&t| t == u32::from(epoch_tag(7)))
+        .unwrap();
+    cells.usm[1].id[i] = 999_999;
+    let e = decode(&layout(), &cells, epoch_tag(7), &ids, "s1").unwrap_err();
+    assert_eq!(
+        e.to_string(),
+        format!("switch s1: upstream_meter.buckets.row1.id_reg[{i}] holds rule ID 999999, which is not one this controller assigned")
+    );
+    let dsm_id = ids.id_of(&RuleKey::Dsm(flow(0), 0x10)).unwrap();
+    cells.usm[1].id[i] = dsm_id;
+    let e = decode(&layout(), &cells, epoch_tag(7), &ids, "s1").unwrap_err();
+    assert!(
+        e.to_string().contains("a DSM rule's, in a USM register"),
+        "{e}"
+    );
+    let mut short = cells_of(&m, &ids);
+    short.dsm[2].count.pop();
+    let e = decode(&layout(), &short, epoch_tag(7), &ids, "s1").unwrap_err();
+    assert!(
+        e.to_string()
+            .contains("downstream_meter.buckets.row2.state_reg: 2047 cells"),
+        "{e}"
+    );
+}
+
+/// Cells whose tag is more than half the tag space old are named for zeroing; younger ones,
+/// never-written ones (tag 0) and cleared ones are not.
+#[test]
+fn cells_half_a_wrap_old_are_stale() {
+    let ids = RuleIds::default();
+    let mut cells = MeterCells {
+        usm: (0..3).map(|_| RowCells::zeroed(2 * W)).collect(),
+        dsm: (0..3).map(|_| RowCells::zeroed(2 * W)).collect(),
+    };
+    let now = 40_000u64;
+    let tag = epoch_tag(now);
+    let p = usize::from(tag & 1) * W;
+    let old = epoch_tag(now - EPOCH_TAGS / 2 - 1);
+    let young = epoch_tag(now - 10);
+    for (i, t) in [(p, old), (p + 1, young)] {
+        cells.dsm[2].id_tag[i] = u32::from(t);
+        cells.dsm[2].id[i] = 5;
+    }
+    cells.dsm[2].id_tag[p + 2] = u32::from(old); // id 0: nothing to clear
+    let d = decode(&layout(), &cells, tag, &ids, "s1").unwrap();
+    assert_eq!(
+        d.stale,
+        [Cell {
+            dsm: true,
+            row: 2,
+            index: p
+        }]
+    );
+}

@@ -1,0 +1,108 @@
+/* The meters (Algorithms 1 and 2): the DSM and USM tables and three rows each, the same on both
+ * architectures; a row (MeterRow, arch/meter_row.p4) is the one part written per architecture.
+ *
+ * A bucket is one cell of two registers of 2 x METER_WIDTH cells: cell `parity ++ column`, so
+ * both parities' buckets share a register and the finished epoch's stay untouched while the next
+ * one counts. Each register holds a pair, the first member an epoch tag:
+ *   id_reg     {tag, id}: the ID of the rule (USM: flow; DSM: flow and pathBF) that took the
+ *              bucket in epoch `tag`. The controller gives every usm_table / dsm_table rule an
+ *              ID of its own (`usm_count(id)`, `dsm_hit(id)`) and maps IDs back to flows when it
+ *              harvests (control/switch/src/rule_ids.rs); only packets that hit a rule reach a
+ *              meter, so "same ID" is "same flow" (and, in the DSM, same pathBF).
+ *   state_reg  {tag, count}: the packet count, bit 31 the dirty flag.
+ * A bucket whose tag is not the packet's epoch's is empty: the first packet of an epoch takes
+ * it afresh, so no register is ever cleared between epochs (docs/dataplane.md, "Epoch tags").
+ * Per packet: empty -> take it with count 1; the same ID -> count + 1 unless dirty; another ID
+ * -> the first such packet is counted and dirties it; a dirty bucket never changes. This is
+ * canary_core::sketch::{Usm,Dsm}Bucket::update_n(.., 1) with the flow replaced by its rule. */
+control CanaryMeter(in bit<1> on, in bit<1> also, in bit<32> id, in bit<15> tag,
+                    in bit<32> c32, in bit<16> c16)(bit<1> also_is) {
+    MeterRow(also_is) row0;
+    MeterRow(also_is) row1;
+    MeterRow(also_is) row2;
+    apply {
+        bit<32> t = (bit<32>)tag;
+        row0.apply(on, also, id, t, tag[0:0] ++ ROW0_INDEX(c32, c16));
+        row1.apply(on, also, id, t, tag[0:0] ++ ROW1_INDEX(c32, c16));
+        row2.apply(on, also, id, t, tag[0:0] ++ ROW2_INDEX(c32, c16));
+    }
+}
+
+/* DownstreamMeter: a rule on (flow, incoming pathBF) of a monitored flow (RuleOp::InstallDsm).
+ * A hit counts the packet if the upstream USM marked it, in the marked epoch's buckets; a miss
+ * at a monitor sends the packet to HashPipe. */
+control DownstreamMeter(in headers_t hdr, in canary_meta_t meta, in bit<1> on,
+                        out bit<1> hashpipe_on) {
+    CanaryMeter(1) buckets;  /* counts when the DSM hit and the packet's mark says counted */
+    bit<32> rule_id = 0;
+    bit<1> hit = 0;
+
+    action dsm_hit(bit<32> id) {
+        hit = 1;
+        hashpipe_on = 0;
+        rule_id = id;
+    }
+    /* The flags are set in the table's own stage (a separate assignment costs one). */
+    action dsm_miss() {
+        hit = 0;
+        hashpipe_on = 1;
+    }
+    table dsm_table {
+        key = {
+            meta.flow.src_addr: exact @name("src_addr");
+            meta.flow.dst_addr: exact @name("dst_addr");
+            meta.flow.protocol: exact @name("protocol");
+            meta.flow.src_port: exact @name("src_port");
+            meta.flow.dst_port: exact @name("dst_port");
+            hdr.canary.path_bf: exact @name("path_bf");
+        }
+        actions = { dsm_hit; @defaultonly dsm_miss; }
+        const default_action = dsm_miss();
+        size = DSM_TABLE_SIZE;
+    }
+    apply {
+        hashpipe_on = 0;
+        if (on == 1) {
+            dsm_table.apply();
+        }
+        buckets.apply(hit, hdr.canary.counted, rule_id, hdr.canary.epoch, meta.c32, meta.c16);
+    }
+}
+
+/* UpstreamMeter: a rule on the flow (RuleOp::InstallUsm). At a monitor it matches early; the
+ * meter waits for forwarding (a packet leaving to a host is not counted). Every packet it sees
+ * leaves marked {counted, this switch's epoch tag} or unmarked, written once from one 16-bit
+ * value (a Tofino 1 action writing part of a header container takes one PHV source besides it). */
+control UpstreamMeter(inout headers_t hdr, in canary_meta_t meta, in bit<1> on) {
+    CanaryMeter(0) buckets;  /* counts when the USM matched and the packet does not leave to a host */
+    bit<32> rule_id = 0;
+
+    action usm_count(bit<32> id) {
+        rule_id = id;
+    }
+    table usm_table {
+        key = {
+            meta.flow.src_addr: exact @name("src_addr");
+            meta.flow.dst_addr: exact @name("dst_addr");
+            meta.flow.protocol: exact @name("protocol");
+            meta.flow.src_port: exact @name("src_port");
+            meta.flow.dst_port: exact @name("dst_port");
+        }
+        actions = { usm_count; @defaultonly NoAction; }
+        const default_action = NoAction;
+        size = USM_TABLE_SIZE;
+    }
+    apply {
+        bit<16> mark = 0;
+        bit<1> usm_hit = 0;
+        if (on == 1) {
+            if (usm_table.apply().hit) {
+                usm_hit = 1;
+                mark = 1w1 ++ meta.epoch;
+            }
+            hdr.canary.counted = mark[15:15];
+            hdr.canary.epoch = mark[14:0];
+        }
+        buckets.apply(usm_hit, meta.to_host, rule_id, meta.epoch, meta.c32, meta.c16);
+    }
+}

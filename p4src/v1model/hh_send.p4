@@ -1,0 +1,12 @@
+/* HhSend (v1model): asks the top for the HH digest when the HH table watched the packet's pathBF
+ * and HashPipe says the flow reached the threshold; counts it in hh_report_ctr. */
+control HhSend(in bit<1> watched, in bit<32> short, inout canary_meta_t meta) {
+    counter(1, CounterType.packets) hh_report_ctr;
+    apply {
+        meta.send_digest = 0;
+        if (watched == 1 && short == 0) {
+            meta.send_digest = 1;
+            hh_report_ctr.count(0);
+        }
+    }
+}
