@@ -3,18 +3,20 @@
  *
  * A bucket is one cell of two registers of 2 x METER_WIDTH cells: cell `parity ++ column`, so
  * both parities' buckets share a register and the finished epoch's stay untouched while the next
- * one counts. Each register holds a pair, the first member an epoch tag:
- *   id_reg     {tag, id}: the ID of the rule (USM: flow; DSM: flow and pathBF) that took the
- *              bucket in epoch `tag`. The controller gives every usm_table / dsm_table rule an
- *              ID of its own (`usm_count(id)`, `dsm_hit(id)`) and maps IDs back to flows when it
- *              harvests (control/switch/src/rule_ids.rs); only packets that hit a rule reach a
- *              meter, so "same ID" is "same flow" (and, in the DSM, same pathBF).
- *   state_reg  {tag, count}: the packet count, bit 31 the dirty flag.
+ * one counts.
+ *   id_reg     {tag, id}: the epoch tag of the epoch that took the bucket, and the ID of the
+ *              rule (USM: flow; DSM: flow and pathBF) whose packet took it, bit 31 set once
+ *              another rule's packet hit it (dirty). The controller gives every usm_table /
+ *              dsm_table rule an ID of its own below 2^31 (`usm_count(id)`, `dsm_hit(id)`) and
+ *              maps IDs back to flows when it harvests (control/switch/src/rule_ids.rs); only
+ *              packets that hit a rule reach a meter, so "same ID" is "same flow" (and, in the
+ *              DSM, same pathBF).
+ *   count_reg  the packets counted.
  * A bucket whose tag is not the packet's epoch's is empty: the first packet of an epoch takes
- * it afresh, so no register is ever cleared between epochs (docs/dataplane.md, "Epoch tags").
- * Per packet: empty -> take it with count 1; the same ID -> count + 1 unless dirty; another ID
- * -> the first such packet is counted and dirties it; a dirty bucket never changes. This is
- * canary_core::sketch::{Usm,Dsm}Bucket::update_n(.., 1) with the flow replaced by its rule. */
+ * it afresh with count 1, so no register is ever cleared between epochs (docs/dataplane.md,
+ * "Epoch tags"). Any later packet adds 1; another rule's also sets the dirty bit. A dirty
+ * bucket's count is never read. This is canary_core::sketch::{Usm,Dsm}Bucket::update_n(.., 1)
+ * with the flow replaced by its rule. */
 control CanaryMeter(in bit<1> on, in bit<1> also, in bit<32> id, in bit<15> tag,
                     in bit<32> c32, in bit<16> c16)(bit<1> also_is) {
     MeterRow(also_is) row0;

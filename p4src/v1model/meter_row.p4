@@ -1,32 +1,29 @@
-/* MeterRow (v1model): one row of a meter (include/meters.p4). The TNA row keeps each register as a
- * pair; here a pair is a bit<64>, its first member in the upper half: id_reg = tag ++ id,
- * state_reg = tag ++ count (bit 31 of the count is the dirty flag). Counts when on == 1 and
+/* MeterRow (v1model): one row of a meter (include/meters.p4). id_reg holds the pair the TNA row
+ * keeps in a pair register, as a bit<64> with the first member in the upper half:
+ * tag ++ (dirty ++ id[30:0]); count_reg the packet count. Counts when on == 1 and
  * also == also_is. */
 control MeterRow(in bit<1> on, in bit<1> also, in bit<32> id, in bit<32> tag,
                  in bit<11> idx)(bit<1> also_is) {
     register<bit<64>>(2 * METER_WIDTH) id_reg;
-    register<bit<64>>(2 * METER_WIDTH) state_reg;
+    register<bit<32>>(2 * METER_WIDTH) count_reg;
     apply {
         if (on == 1 && also == also_is) {
             bit<32> i = (bit<32>)idx;
             bit<64> v;
             id_reg.read(v, i);
-            bit<1> mismatch = 0;
+            bit<1> fresh = 0;
             if (v[63:32] != tag) {
                 id_reg.write(i, tag ++ id);          /* empty (another epoch's): take it */
+                fresh = 1;
             } else if (v[31:0] != id) {
-                mismatch = 1;
+                id_reg.write(i, v | 0x80000000);     /* another rule: dirty (idempotent) */
             }
-            bit<32> add = 1;
-            if (mismatch == 1) {
-                add = 0x80000001;                    /* count it and set the dirty bit */
-            }
-            bit<64> s;
-            state_reg.read(s, i);
-            if (s[63:32] != tag) {
-                state_reg.write(i, tag ++ add);
-            } else if (s[31:0] < 0x80000000) {
-                state_reg.write(i, tag ++ (s[31:0] + add));
+            bit<32> c;
+            count_reg.read(c, i);
+            if (fresh == 1) {
+                count_reg.write(i, 1);
+            } else {
+                count_reg.write(i, c + 1);
             }
         }
     }

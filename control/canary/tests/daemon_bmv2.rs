@@ -207,13 +207,17 @@ fn bfrt_like_update() -> bfrt_proto::p4rt::Update {
     bmv2::build(dir.path());
     let idx =
         canary_switch::p4info::P4InfoIndex::load(&dir.path().join("canary.p4info.bin")).unwrap();
-    let prog = canary_switch::program::CanaryProgram::resolve(&idx).unwrap();
-    bfrt_proto::p4rt::Update {
-        r#type: bfrt_proto::p4rt::update::Type::Insert as i32,
-        entity: Some(canary_switch::program::table_entity(
-            prog.hh_entry(0x1234, 3),
-        )),
-    }
+    let prog = canary_switch::contract::Program::from_p4info(&idx.path, &idx.info).unwrap();
+    let op = canary_core::fabric::RuleOp::InstallHh {
+        switch: 0,
+        path_bf: 0x1234,
+        eta: 3,
+    };
+    canary_switch::drivers::p4runtime::write_update(
+        &prog,
+        &canary_switch::entries::rule(&op, 0, false),
+    )
+    .unwrap()
 }
 
 /// A k=4 fat-tree of 20 BMv2 switches, no fault: 20 one-second epochs. At 6 s core0 is killed
@@ -306,7 +310,7 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
     assert!(
         disturbed
             .iter()
-            .any(|(_, _, d)| d.contains("without Canary's pipeline")),
+            .any(|(_, _, d)| d.contains("came back without Canary's state")),
         "the restart was detected and core0 configured again: {disturbed:?}\n{}",
         lab.daemon_output()
     );

@@ -59,8 +59,6 @@ pub struct FabricCounters {
     pub repushes: u64,
     pub harvest_errors: u64,
     pub harvests_late: u64,
-    /// Meter buckets read between the updates of their two registers (left out as dirty).
-    pub torn_buckets: u64,
     /// Meter cells zeroed because their tag was about to wrap.
     pub stale_cells_cleared: u64,
     pub digests: u64,
@@ -316,7 +314,7 @@ async fn harvest_one<D: SwitchDriver>(
     slot: &mut Slot<D>,
     epoch: u64,
     deadline: Duration,
-) -> Result<(MeterSnapshot, usize, usize), (SwitchError, bool)> {
+) -> Result<(MeterSnapshot, usize), (SwitchError, bool)> {
     let tag = epoch_tag(epoch);
     let read = tokio::time::timeout(deadline, slot.driver.read_meters()).await;
     // IDs age per harvest, read or not: the cells of the epochs before can no longer be read.
@@ -351,12 +349,7 @@ async fn harvest_one<D: SwitchDriver>(
     }
     slot.ids.harvested();
     let merged = meters::merge_pipes(decoded);
-    let Decoded {
-        usm,
-        dsm,
-        torn_buckets,
-        stale,
-    } = merged;
+    let Decoded { usm, dsm, stale } = merged;
     let n_stale = stale.len();
     if !stale.is_empty() {
         if let Err(e) = slot.driver.clear_cells(&stale).await {
@@ -378,7 +371,6 @@ async fn harvest_one<D: SwitchDriver>(
             usm,
             dsm,
         },
-        torn_buckets,
         n_stale,
     ))
 }
@@ -480,8 +472,7 @@ impl<D: SwitchDriver> Fabric for SwitchFabric<D> {
                 Ok(_) if !connected => Err(SwitchError::Unreachable(
                     "lost the connection during the epoch".into(),
                 )),
-                Ok((snap, torn, stale)) => {
-                    self.counters.torn_buckets += torn as u64;
+                Ok((snap, stale)) => {
                     self.counters.stale_cells_cleared += stale as u64;
                     Ok(snap)
                 }

@@ -3,10 +3,12 @@
 //! Thrift, Tofino over BF Runtime, the chaos driver from the model).
 //!
 //! A meter row is two registers of `2 × width` cells (p4src/include/meters.p4), cell
-//! `parity × width + column`: `id_reg` holds {tag, rule ID}, `state_reg` {tag, count} with the
-//! dirty flag in bit 31 of the count. A bucket belongs to the epoch whose tag it holds
+//! `parity × width + column`: `id_reg` holds {tag, rule ID} with the dirty flag in bit 31 of the
+//! ID, `count_reg` the count. A bucket belongs to the epoch whose tag it holds
 //! (`canary_core::model::epoch_tag`); any other tag means empty, so nothing is cleared between
-//! epochs. Rule IDs map back to flows through the controller's [`RuleIds`].
+//! epochs. Rule IDs map back to flows through the controller's [`RuleIds`]. The ID register is
+//! read before the count register: a packet that takes a bucket between the two reads is seen
+//! as not there yet, never as another epoch's count under this epoch's tag.
 //!
 //! Tags wrap after `EPOCH_TAGS` epochs; a bucket nobody touched for that long would look fresh.
 //! So the harvest also names cells of the finished parity whose tag is more than half a wrap
@@ -22,10 +24,13 @@ use canary_core::sketch::{Dsm, DsmBucket, MeterConfig, Usm, UsmBucket};
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RowCells {
     pub id_tag: Vec<u32>,
+    /// Rule ID, bit 31 the dirty flag.
     pub id: Vec<u32>,
-    pub state_tag: Vec<u32>,
     pub count: Vec<u32>,
 }
+
+/// The dirty flag in an ID cell.
+pub const DIRTY: u32 = 1 << 31;
 
 impl RowCells {
     /// An all-zero row of `cells` cells (what a switch holds after it boots).
@@ -33,20 +38,16 @@ impl RowCells {
         RowCells {
             id_tag: vec![0; cells],
             id: vec![0; cells],
-            state_tag: vec![0; cells],
             count: vec![0; cells],
         }
     }
 
-    /// From BMv2's 64-bit pairs (first member in the upper half).
-    pub fn from_pairs(id_reg: &[u64], state_reg: &[u64]) -> Self {
-        let hi = |v: &[u64]| v.iter().map(|&x| (x >> 32) as u32).collect();
-        let lo = |v: &[u64]| v.iter().map(|&x| x as u32).collect();
+    /// From BMv2's registers: the ID pair as a 64-bit value (tag in the upper half), the count.
+    pub fn from_bmv2(id_reg: &[u64], count_reg: &[u64]) -> Self {
         RowCells {
-            id_tag: hi(id_reg),
-            id: lo(id_reg),
-            state_tag: hi(state_reg),
-            count: lo(state_reg),
+            id_tag: id_reg.iter().map(|&x| (x >> 32) as u32).collect(),
+            id: id_reg.iter().map(|&x| x as u32).collect(),
+            count: count_reg.iter().map(|&x| x as u32).collect(),
         }
     }
 }
@@ -71,8 +72,6 @@ pub struct Cell {
 pub struct Decoded {
     pub usm: Usm,
     pub dsm: Dsm,
-    /// Buckets read mid-update (the ID of this epoch, the count not yet): left out as dirty.
-    pub torn_buckets: usize,
     /// Cells of the finished parity old enough to be taken for a fresh epoch after the tags
     /// wrap: to be zeroed.
     pub stale: Vec<Cell>,
@@ -130,7 +129,6 @@ pub fn decode(
     }
     let parity = usize::from(tag & 1);
     let tag = u32::from(tag);
-    let mut torn = 0;
     let mut stale = Vec::new();
     let mut usm = Vec::with_capacity(config.num_buckets());
     let mut dsm = Vec::with_capacity(config.num_buckets());
@@ -142,8 +140,7 @@ pub fn decode(
             for (len, name) in [
                 (row.id_tag.len(), &reg.id.name),
                 (row.id.len(), &reg.id.name),
-                (row.state_tag.len(), &reg.state.name),
-                (row.count.len(), &reg.state.name),
+                (row.count.len(), &reg.count.name),
             ] {
                 if len != 2 * w {
                     return Err(HarvestError::Length {
@@ -172,7 +169,9 @@ pub fn decode(
                     }
                     continue;
                 }
-                let id = row.id[i];
+                let dirty = row.id[i] & DIRTY != 0;
+                let id = row.id[i] & !DIRTY;
+                let count = row.count[i];
                 let bad = |problem| HarvestError::RuleId {
                     switch: switch.into(),
                     register: reg.id.name.clone(),
@@ -183,15 +182,6 @@ pub fn decode(
                 let key = ids
                     .key(id)
                     .ok_or_else(|| bad("not one this controller assigned"))?;
-                // Read between the two registers' updates: this epoch's ID, an older count.
-                let mid_update = row.state_tag[i] != tag;
-                torn += usize::from(mid_update);
-                let dirty = mid_update || row.count[i] >> 31 == 1;
-                let count = if mid_update {
-                    0
-                } else {
-                    row.count[i] & 0x7fff_ffff
-                };
                 match (key, is_dsm) {
                     (RuleKey::Usm(flow), false) => usm.push(UsmBucket {
                         dirty,
@@ -224,7 +214,6 @@ pub fn decode(
             dsm,
         )
         .expect("the contract validated the shape"),
-        torn_buckets: torn,
         stale,
     })
 }
@@ -237,13 +226,12 @@ pub fn merge_pipes(mut pipes: Vec<Decoded>) -> Decoded {
         return pipes.pop().unwrap_or_else(|| Decoded {
             usm: Usm::new(MeterConfig::default()).expect("valid"),
             dsm: Dsm::new(MeterConfig::default()).expect("valid"),
-            torn_buckets: 0,
             stale: Vec::new(),
         });
     }
     let first = pipes.remove(0);
     let (mut usm, mut dsm) = (first.usm.buckets().to_vec(), first.dsm.buckets().to_vec());
-    let (mut torn, mut stale) = (first.torn_buckets, first.stale);
+    let mut stale = first.stale;
     for p in &pipes {
         for (a, b) in usm.iter_mut().zip(p.usm.buckets()) {
             match (a.flow, b.flow) {
@@ -265,7 +253,6 @@ pub fn merge_pipes(mut pipes: Vec<Decoded>) -> Decoded {
                 }
             }
         }
-        torn += p.torn_buckets;
         stale.extend(&p.stale);
     }
     stale.sort_unstable();
@@ -273,7 +260,6 @@ pub fn merge_pipes(mut pipes: Vec<Decoded>) -> Decoded {
     Decoded {
         usm: Usm::from_buckets(first.usm.config(), usm).expect("same shape"),
         dsm: Dsm::from_buckets(first.dsm.config(), dsm).expect("same shape"),
-        torn_buckets: torn,
         stale,
     }
 }
@@ -297,9 +283,8 @@ pub fn encode(
         let put = |row: &mut RowCells, col: usize, key: RuleKey, dirty: bool, count: u32| {
             let i = base + col;
             row.id_tag[i] = t;
-            row.id[i] = id_of(key).unwrap_or(0);
-            row.state_tag[i] = t;
-            row.count[i] = count & 0x7fff_ffff | u32::from(dirty) << 31;
+            row.id[i] = id_of(key).unwrap_or(0) | if dirty { DIRTY } else { 0 };
+            row.count[i] = count;
         };
         for (i, b) in usm.buckets().iter().enumerate() {
             if let Some(f) = b.flow {

@@ -11,7 +11,8 @@
 //!   harvests (each clears one parity), since no packet takes the ID once the rule is gone.
 //!
 //! IDs are per switch (each switch's buckets hold its own rules' IDs), from 1 (0 is an empty
-//! bucket) upwards, wrapping past `u32::MAX` and skipping IDs still held.
+//! bucket) up to [`MAX_ID`] (bit 31 of a bucket's ID is its dirty flag), wrapping past it and
+//! skipping IDs still held.
 
 use std::collections::HashMap;
 
@@ -24,6 +25,9 @@ pub enum RuleKey {
     Usm(FlowId),
     Dsm(FlowId, u32),
 }
+
+/// The largest rule ID: a meter bucket keeps its dirty flag in bit 31 of the ID.
+pub const MAX_ID: u32 = (1 << 31) - 1;
 
 /// Harvests a removed rule's ID survives: one per parity half.
 const RETIRE_AFTER_HARVESTS: u8 = 2;
@@ -53,10 +57,10 @@ impl Default for RuleIds {
 }
 
 impl RuleIds {
-    /// An empty table whose first fresh ID is `first` (tests start near `u32::MAX`).
+    /// An empty table whose first fresh ID is `first` (tests start near [`MAX_ID`]).
     pub fn starting_at(first: u32) -> Self {
         RuleIds {
-            next: first.max(1),
+            next: first.clamp(1, MAX_ID),
             live: HashMap::new(),
             retiring: HashMap::new(),
             by_id: HashMap::new(),
@@ -79,14 +83,18 @@ impl RuleIds {
     }
 
     fn fresh(&mut self) -> Result<u32, RuleIdsExhausted> {
-        if self.by_id.len() >= u32::MAX as usize {
+        if self.by_id.len() >= MAX_ID as usize {
             return Err(RuleIdsExhausted {
                 held: self.by_id.len(),
             });
         }
         loop {
             let id = self.next;
-            self.next = self.next.checked_add(1).unwrap_or(1);
+            self.next = if self.next >= MAX_ID {
+                1
+            } else {
+                self.next + 1
+            };
             if !self.by_id.contains_key(&id) {
                 return Ok(id);
             }
@@ -206,10 +214,10 @@ mod tests {
 
     #[test]
     fn wraps_past_max_skipping_held_ids_and_zero() {
-        let mut ids = RuleIds::starting_at(u32::MAX - 1);
+        let mut ids = RuleIds::starting_at(MAX_ID - 1);
         let a = ids.install(RuleKey::Usm(flow(1))).unwrap();
         let b = ids.install(RuleKey::Usm(flow(2))).unwrap();
-        assert_eq!((a, b), (u32::MAX - 1, u32::MAX));
+        assert_eq!((a, b), (MAX_ID - 1, MAX_ID));
         let c = ids.install(RuleKey::Usm(flow(3))).unwrap();
         assert_eq!(c, 1, "wraps to 1, never 0");
         // Hold 2 and 3, free 1, and wrap again: the next fresh ID skips the held ones.

@@ -46,7 +46,7 @@ fn reg(suffix: &str) -> String {
     let names: Vec<&String> = p
         .meters
         .rows()
-        .flat_map(|r| [&r.id.name, &r.state.name])
+        .flat_map(|r| [&r.id.name, &r.count.name])
         .chain(p.hashpipe.iter().map(|r| &r.name))
         .filter(|n| n.ends_with(&format!(".{suffix}")))
         .collect();
@@ -67,34 +67,41 @@ fn write_read_reset_and_typed_errors() {
     }
     let sw = Switch::start(11);
     let mut c = sw.client("s11");
-    // Both parities of a row share a register of 2048 pairs (tag ++ value).
-    let count0 = reg("upstream_meter.buckets.row0.state_reg");
+    // Both parities of a row share its registers of 2048 cells: pairs (tag ++ ID) and counts.
+    let count0 = reg("upstream_meter.buckets.row0.count_reg");
     let id0 = reg("upstream_meter.buckets.row0.id_reg");
-    let count1 = reg("downstream_meter.buckets.row1.state_reg");
+    let count1 = reg("downstream_meter.buckets.row1.count_reg");
 
     let fresh = c.register_read_all(CXT_ID, &count0).unwrap();
     assert_eq!(fresh, vec![0; 2048]);
 
-    // A count with the dirty bit, one at the wrap of its 31 bits, a rule ID, another register.
-    let (dirty, full) = (pair(3, 0x8000_0007), pair(0x7fff, 0x7fff_ffff));
+    // A count, one at the wrap of its 32 bits, a rule ID with the dirty bit, another register.
+    let (dirty, full) = (7, i64::from(u32::MAX));
     c.register_write(CXT_ID, &count0, 0, dirty).unwrap();
     c.register_write(CXT_ID, &count0, 2047, full).unwrap();
-    c.register_write(CXT_ID, &id0, 5, pair(2, 99)).unwrap();
-    c.register_write(CXT_ID, &count1, 9, pair(4, 42)).unwrap();
+    c.register_write(CXT_ID, &id0, 5, pair(2, 0x8000_0063))
+        .unwrap();
+    c.register_write(CXT_ID, &count1, 9, 42).unwrap();
     let v = c.register_read_all(CXT_ID, &count0).unwrap();
     let mut want = vec![0; 2048];
     want[0] = dirty;
     want[2047] = full;
     assert_eq!(v, want);
     assert_eq!(c.register_read(CXT_ID, &count0, 2047).unwrap(), full);
-    assert_eq!(c.register_read(CXT_ID, &id0, 5).unwrap(), pair(2, 99));
-    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), pair(4, 42));
+    assert_eq!(
+        c.register_read(CXT_ID, &id0, 5).unwrap(),
+        pair(2, 0x8000_0063)
+    );
+    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), 42);
 
     // Reset clears one array and nothing else.
     c.register_reset(CXT_ID, &count0).unwrap();
     assert_eq!(c.register_read_all(CXT_ID, &count0).unwrap(), vec![0; 2048]);
-    assert_eq!(c.register_read(CXT_ID, &id0, 5).unwrap(), pair(2, 99));
-    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), pair(4, 42));
+    assert_eq!(
+        c.register_read(CXT_ID, &id0, 5).unwrap(),
+        pair(2, 0x8000_0063)
+    );
+    assert_eq!(c.register_read(CXT_ID, &count1, 9).unwrap(), 42);
 
     // Typed errors naming switch and register; the connection stays usable.
     let e = c
@@ -195,7 +202,7 @@ fn write_read_reset_and_typed_errors() {
     let names: Vec<String> = contract()
         .meters
         .rows()
-        .flat_map(|r| [r.id.name.clone(), r.state.name.clone()])
+        .flat_map(|r| [r.id.name.clone(), r.count.name.clone()])
         .collect();
     let writes: Vec<Call> = names
         .iter()
@@ -292,7 +299,7 @@ fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
     assert_eq!(contract().meters.config(), config);
 
     // 1500 flows into 1024-wide rows: clean buckets, dirty ones (collisions), counts of many
-    // packets, pathBFs of two paths, a count at 2^31 - 1.
+    // packets, pathBFs of two paths, a count at 2^32 - 1.
     let mut ids = RuleIds::default();
     let mut usm = Usm::new(config).unwrap();
     let mut dsm = Dsm::new(config).unwrap();
@@ -311,7 +318,7 @@ fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
     }
     let big = FlowId::v4(0x0a00_0101, 0x0a00_0202, 6, 443, 51000);
     ids.install(RuleKey::Dsm(big, 0xffff_ffff)).unwrap();
-    dsm.update_n(&big, FlowHashes::of(&big), 0xffff_ffff, 0x7fff_ffff);
+    dsm.update_n(&big, FlowHashes::of(&big), 0xffff_ffff, u32::MAX);
     assert!(usm.dirty_buckets() > 100 && usm.occupied() > 2000);
     let mut next = Usm::new(config).unwrap();
     let f = udp(7);
@@ -331,11 +338,7 @@ fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
             for i in 0..2048 {
                 if row.id_tag[i] != 0 {
                     writes.push((r.id.name.clone(), i as i32, pair(row.id_tag[i], row.id[i])));
-                    writes.push((
-                        r.state.name.clone(),
-                        i as i32,
-                        pair(row.state_tag[i], row.count[i]),
-                    ));
+                    writes.push((r.count.name.clone(), i as i32, i64::from(row.count[i])));
                 }
             }
         }
@@ -366,7 +369,6 @@ fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
     let got7 = meters::decode(layout, &pipes[0], t7, &ids, "s12").unwrap();
     assert_eq!(got7.usm, usm, "USM of epoch 7 equals the model");
     assert_eq!(got7.dsm, dsm, "DSM of epoch 7 equals the model");
-    assert_eq!(got7.torn_buckets, 0);
     assert_eq!(
         got7.stale,
         [Cell {

@@ -2,7 +2,8 @@
 //!
 //! A bucket is **clean** while only one flow (and, in a DSM, one pathBF) has ever hit it; a clean
 //! bucket's count is then the exact number of that flow's packets counted by the meter, and all
-//! clean buckets of a flow agree. A bucket is **empty** when no flow has been recorded; the P4
+//! clean buckets of a flow agree. A dirty bucket counts every packet that reaches it; its count
+//! means nothing and is never read (as in the data plane, p4src/include/meters.p4). A bucket is **empty** when no flow has been recorded; the P4
 //! program may encode that as `count == 0` (counts do not wrap within an epoch).
 
 use super::error::{check_pow2, check_range, SketchConfigError};
@@ -101,7 +102,7 @@ impl Bucket for DsmBucket {
 impl UsmBucket {
     /// `n` consecutive executions of one row of Algorithm 2.
     fn update_n(&mut self, flow: &FlowId, n: u32) {
-        if n == 0 || self.dirty {
+        if n == 0 {
             return;
         }
         match self.flow {
@@ -109,11 +110,12 @@ impl UsmBucket {
                 self.flow = Some(*flow);
                 self.count = n;
             }
-            Some(resident) if resident == *flow => self.count = self.count.wrapping_add(n),
-            Some(_) => {
-                // The first packet dirties the bucket and is still counted; later ones are not.
-                self.dirty = true;
-                self.count = self.count.wrapping_add(1);
+            Some(resident) => {
+                // Another flow dirties the bucket. A dirty bucket's count is never read, so it
+                // counts on (the data plane keeps the dirty flag with the rule ID, the count
+                // apart, and would need a third condition to stop it).
+                self.dirty |= resident != *flow;
+                self.count = self.count.wrapping_add(n);
             }
         }
     }
@@ -122,7 +124,7 @@ impl UsmBucket {
 impl DsmBucket {
     /// `n` consecutive executions of one row of Algorithm 1.
     fn update_n(&mut self, flow: &FlowId, path_bf: u32, n: u32) {
-        if n == 0 || self.dirty {
+        if n == 0 {
             return;
         }
         match self.flow {
@@ -131,12 +133,9 @@ impl DsmBucket {
                 self.path_bf = path_bf;
                 self.count = n;
             }
-            Some(resident) if resident == *flow && self.path_bf == path_bf => {
-                self.count = self.count.wrapping_add(n)
-            }
-            Some(_) => {
-                self.dirty = true;
-                self.count = self.count.wrapping_add(1);
+            Some(resident) => {
+                self.dirty |= resident != *flow || self.path_bf != path_bf;
+                self.count = self.count.wrapping_add(n);
             }
         }
     }

@@ -208,11 +208,11 @@ impl Program {
         };
         let meters = meter_registers(file, |meter, row, reg| {
             let suffix = format!("{meter}.buckets.row{row}.{reg}");
-            let want = METER_ROW_REGISTERS
-                .iter()
-                .find(|(r, _)| *r == reg)
-                .map(|(_, m)| m.as_slice())
-                .unwrap_or_default();
+            let want: &[&str] = if reg == ID_REGISTER.0 {
+                &ID_REGISTER.1
+            } else {
+                &[]
+            };
             registers
                 .iter()
                 .find(|t| t.name.ends_with(&suffix))

@@ -211,11 +211,11 @@ pub const TABLES: [TableSpec; 15] = [
     },
 ];
 
-/// The meter rows' registers: `<meter>.buckets.row<r>.<register>`, each cell a pair whose first
-/// member is the epoch tag.
+/// The meter rows' registers: `<meter>.buckets.row<r>.<register>`: a pair {epoch tag, rule ID}
+/// and a count. On BMv2 a pair is one `bit<64>`, the first member in the upper half.
 pub const METERS: [&str; 2] = ["upstream_meter", "downstream_meter"];
-pub const METER_ROW_REGISTERS: [(&str, [&str; 2]); 2] =
-    [("id_reg", ["tag", "id"]), ("state_reg", ["tag", "count"])];
+pub const ID_REGISTER: (&str, [&str; 2], u32) = ("id_reg", ["tag", "id"], 64);
+pub const COUNT_REGISTER: (&str, u32) = ("count_reg", 32);
 /// Every register under this control is HashPipe's: cleared each epoch, never harvested.
 pub const HASHPIPE_CONTROL: &str = "hashpipe";
 
@@ -279,7 +279,7 @@ pub struct Register {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct MeterRow {
     pub id: Register,
-    pub state: Register,
+    pub count: Register,
 }
 
 /// The meters' registers: USM rows, then DSM rows.
@@ -472,17 +472,16 @@ pub(crate) fn meter_registers(
     for meter in METERS {
         let mut rows = Vec::new();
         for r in 0.. {
-            let Some(id) = row(meter, r, METER_ROW_REGISTERS[0].0)? else {
+            let Some(id) = row(meter, r, ID_REGISTER.0)? else {
                 break;
             };
-            let state =
-                row(meter, r, METER_ROW_REGISTERS[1].0)?.ok_or_else(|| ContractError::Missing {
-                    file: file.into(),
-                    what: "register",
-                    name: format!("{meter}.buckets.row{r}.state_reg"),
-                    closest: None,
-                })?;
-            for reg in [&id, &state] {
+            let count = row(meter, r, COUNT_REGISTER.0)?.ok_or_else(|| ContractError::Missing {
+                file: file.into(),
+                what: "register",
+                name: format!("{meter}.buckets.row{r}.{}", COUNT_REGISTER.0),
+                closest: None,
+            })?;
+            for reg in [&id, &count] {
                 let w = *width.get_or_insert(reg.size);
                 if reg.size != w || reg.size % 2 != 0 {
                     return Err(ContractError::Differs {
@@ -495,7 +494,7 @@ pub(crate) fn meter_registers(
                     });
                 }
             }
-            rows.push(MeterRow { id, state });
+            rows.push(MeterRow { id, count });
         }
         if rows.is_empty() {
             return Err(ContractError::Missing {

@@ -165,13 +165,18 @@ impl Program {
             else {
                 return Ok(None);
             };
-            // A pair is one bit<64>: two 32-bit members.
-            if bits_of(&r.type_spec) != Some(64) {
+            // The ID pair is one bit<64> (two 32-bit members), the count a bit<32>.
+            let want = if reg == ID_REGISTER.0 {
+                ID_REGISTER.2
+            } else {
+                COUNT_REGISTER.1
+            };
+            if bits_of(&r.type_spec) != Some(want) {
                 return Err(differs(
                     format!("register `{}`", name_of(&r.preamble)),
                     format!(
-                        "is {:?} bits wide, Canary reads a pair of 32-bit members (bit<64>)",
-                        bits_of(&r.type_spec)
+                        "is {} bits wide, Canary reads bit<{want}>",
+                        bits_of(&r.type_spec).map_or("?".into(), |b| b.to_string())
                     ),
                 ));
             }

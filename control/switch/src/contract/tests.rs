@@ -104,11 +104,11 @@ fn missing_or_misshapen_registers_and_digests_are_named() {
             .as_ref()
             .unwrap()
             .name
-            .ends_with("downstream_meter.buckets.row0.state_reg")
+            .ends_with("downstream_meter.buckets.row0.count_reg")
     });
     let e = resolve(&p).unwrap_err().to_string();
     assert!(
-        e.contains("no register `downstream_meter.buckets.row0.state_reg`"),
+        e.contains("no register `downstream_meter.buckets.row0.count_reg`"),
         "{e}"
     );
 

@@ -209,7 +209,7 @@ impl Bmv2Driver {
 fn rows(meters: &crate::contract::MeterRegisters) -> Vec<(String, String)> {
     meters
         .rows()
-        .map(|r| (r.id.name.clone(), r.state.name.clone()))
+        .map(|r| (r.id.name.clone(), r.count.name.clone()))
         .collect()
 }
 
@@ -228,7 +228,8 @@ fn read_cells(
     let as_u64 = |v: &Vec<i64>| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
     let mut cells = MeterCells::default();
     for (i, pair) in arrays.chunks(2).enumerate() {
-        let row = RowCells::from_pairs(&as_u64(&pair[0]), &as_u64(&pair[1]));
+        // The ID register first (see `meters`): it is first in each pair of names.
+        let row = RowCells::from_bmv2(&as_u64(&pair[0]), &as_u64(&pair[1]));
         if i < usm_rows {
             cells.usm.push(row);
         } else {
@@ -374,7 +375,7 @@ impl SwitchDriver for Bmv2Driver {
                 };
                 [
                     (row.id.name.clone(), c.index as i32),
-                    (row.state.name.clone(), c.index as i32),
+                    (row.count.name.clone(), c.index as i32),
                 ]
             })
             .collect();

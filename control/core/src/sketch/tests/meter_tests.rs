@@ -57,15 +57,16 @@ fn collision_dirties_usm_and_dsm() {
     }
     usm.update(&b, hb);
     dsm.update(&b, hb, 7);
-    // The colliding packet is counted, then the bucket freezes.
+    // The colliding packet dirties the bucket; the bucket keeps its first flow and counts on
+    // (a dirty count is never read).
     for _ in 0..5 {
         usm.update(&a, ha);
         dsm.update(&b, hb, 7);
     }
     let u = *usm.bucket(0, 0);
-    assert_eq!((u.dirty, u.flow, u.count), (true, Some(a), 4));
+    assert_eq!((u.dirty, u.flow, u.count), (true, Some(a), 9));
     let d = *dsm.bucket(0, 0);
-    assert_eq!((d.dirty, d.flow, d.path_bf, d.count), (true, Some(a), 7, 4));
+    assert_eq!((d.dirty, d.flow, d.path_bf, d.count), (true, Some(a), 7, 9));
     assert_eq!(usm.clean_count(&a, ha), None);
     assert!(dsm.clean_flows().is_empty());
     assert_eq!((usm.dirty_buckets(), dsm.occupied()), (1, 1));
