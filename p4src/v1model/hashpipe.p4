@@ -1,6 +1,7 @@
 /* HashPipe (v1model): 3 stages x HP_ENTRIES slots keyed by the flow's fingerprint (its CRC-32 with
- * bit 0 set), exactly canary_core::sketch::HashPipe::update. A slot is a bit<64>: fingerprint ++
- * count; an empty slot is 0. tna/hashpipe.p4 computes the same with Tofino 1's stateful ALUs
+ * bit 0 set), exactly canary_core::sketch::HashPipe::update. A slot is a bit<64>: count ++
+ * fingerprint (the count on top: BMv2's Thrift server reads registers as signed 64-bit values,
+ * and a count stays below 2^31); an empty slot is 0. tna/hashpipe.p4 computes the same with Tofino 1's stateful ALUs
  * (copies of stage registers, a countdown); here it is written directly.
  *
  * Stage 0 (index c16[15:11]) always takes the packet: the same fingerprint -> count + 1 (a hit),
@@ -16,16 +17,16 @@ control HashPipeStage0(in bit<32> fp, in bit<5> idx, out bit<1> hit, out bit<64>
     apply {
         bit<64> v;
         count_reg.read(v, (bit<32>)idx);
-        if (v[63:32] == fp) {
+        if (v[31:0] == fp) {
             hit = 1;
-            own = v[31:0] + 1;
+            own = v[63:32] + 1;
             carry = 0;
-            count_reg.write((bit<32>)idx, fp ++ own);
+            count_reg.write((bit<32>)idx, own ++ fp);
         } else {
             hit = 0;
             own = 1;
             carry = v;
-            count_reg.write((bit<32>)idx, fp ++ 32w1);
+            count_reg.write((bit<32>)idx, 32w1 ++ fp);
         }
     }
 }
@@ -37,23 +38,23 @@ control HashPipeStage(in bit<32> fp, in bit<1> hit, inout bit<64> carry, inout b
         /* stage 1: fp[14:10], stage 2: fp[21:17] (defines.p4) */
         bit<32> key = fp;
         if (hit == 0) {
-            key = carry[63:32];
+            key = carry[31:0];
         }
         bit<32> i = (bit<32>)((key >> lo)[4:0]);
         bit<64> v;
         count_reg.read(v, i);
         if (hit == 1) {
-            if (v[63:32] == fp) {
-                total = total + v[31:0];
+            if (v[31:0] == fp) {
+                total = total + v[63:32];
             }
-        } else if (carry[31:0] != 0) {
-            if (v[31:0] == 0) {
+        } else if (carry[63:32] != 0) {
+            if (v[63:32] == 0) {
                 count_reg.write(i, carry);
                 carry = 0;
-            } else if (v[63:32] == carry[63:32]) {
-                count_reg.write(i, v[63:32] ++ (v[31:0] + carry[31:0]));
+            } else if (v[31:0] == carry[31:0]) {
+                count_reg.write(i, (v[63:32] + carry[63:32]) ++ v[31:0]);
                 carry = 0;
-            } else if (v[31:0] < carry[31:0]) {
+            } else if (v[63:32] < carry[63:32]) {
                 count_reg.write(i, carry);
                 carry = v;
             }

@@ -1,723 +1,402 @@
-//! Packet tests of the v1model Canary program on BMv2, held to the Rust reference model.
+//! Packet tests of Canary's P4 program on BMv2, held to the reference model
+//! (`canary_core::model`) frame for frame, bucket for bucket and digest for digest.
 //!
-//! One driver ([`Fabric`]) runs a scenario on any topology given as data ([`Topo`]): each switch
-//! and host in its own network namespace, switch ports on veth pairs, tables programmed with
-//! simple_switch_CLI over Thrift, packets sent from h1 with a raw socket. A model of every switch
-//! (the simulator's per-hop logic, `SimFabric::walk`, with `canary_core::sketch` meters) is fed
-//! the same packets. For every packet the driver checks: the frame arriving on every hop carries
-//! the model's pathBF and mark; h2 gets it byte for byte; the HH report counters of the monitors
-//! it passed equal the model's. At the end every USM/DSM/HashPipe register equals the model and
-//! no frame went anywhere else.
+//! A fabric of `simple_switch_grpc` processes runs the v1model program, configured the way
+//! `canary run` configures it (the generic fabric over the BMv2 driver: pipeline, forwarding,
+//! flood groups, epoch, rules with their IDs). A model of every switch ([`Net`]) gets the same
+//! tables and the same frames. For every frame a host sends, every copy is followed: each frame
+//! on every fabric link must be the model's (shim, pathBF, mark, epoch tag) and each host must
+//! get the model's frame byte for byte; the HH digest counters of the monitors must equal the
+//! model's after every frame. At the end every meter bucket of every epoch the switches hold, as
+//! decoded by the controller, equals the model's; every HashPipe slot too; the HH digests that
+//! reached the controller are the model's; and no frame went anywhere else.
 //!
-//! Topologies: the two-switch line (both monitors), the three-switch line (a transit in the
-//! middle), both with the same sequence (collisions, a DSM rule with a wrong pathBF, flips of one
-//! switch at a time, packets held in flight across a flip), and a diamond whose first switch's
-//! ECMP group is rewritten mid-sequence so flows change path.
+//! One link can be a relay: a namespace with two veths between the switches across which the
+//! test carries each frame itself, so it can hold frames in flight while switches start new
+//! epochs.
 //!
-//! Packets in flight are held deterministically: a fabric link can be a *relay*, a namespace
-//! with two veths between the switches across which the test itself carries each frame; holding
-//! means not carrying it yet. Flips happen while frames are in the test's hands.
+//! Scenarios: the two-switch line (both monitors) and the three-switch line (a transit in the
+//! middle) with IPv4 and IPv6 flows (collisions, a DSM rule with a wrong pathBF, a flow without
+//! USM, HashPipe evictions, flips of one switch at a time with frames held in flight, an epoch tag
+//! reused), ARP, IPv6 neighbour solicitation, LLDP and other EtherTypes; and a diamond where a
+//! flow changes path.
 //!
 //! Skips (printing `SKIP: ...`) without p4c, simple_switch_grpc, simple_switch_CLI or root.
 //! `bmv2_monitoring_throughput` is a benchmark, `#[ignore]`d (see docs/dataplane.md).
 
 mod bmv2;
+mod fabric_lab;
 
-use bmv2::{CliSession, Lab, Names, RawSocket};
+use bmv2::RawSocket;
+use canary::setup::{prepare, Prepared};
+use canary_core::fabric::{Fabric, RuleOp};
+use canary_core::model::net::{Event, Net};
+use canary_core::model::wire::{self, Macs};
+use canary_core::model::{epoch_tag, Digest, SwitchConfig, SwitchModel};
 use canary_core::pathbf::{encode_hop, PathBfParams};
-use canary_core::sketch::{
-    ecmp_member, hashpipe_index, meter_index, Dsm, FlowHashes, HashPipe, Usm,
+use canary_core::sketch::{ecmp_member, hashpipe_index, meter_index, FlowHashes};
+use canary_core::topo::{
+    yaml, FloodTree, ForwardingState, PortMap, Prefix, Routing, SwitchIx, Topology,
 };
 use canary_core::FlowId;
-use std::cell::RefCell;
-use std::collections::{BTreeSet, HashMap, HashSet};
-use std::path::PathBuf;
-use std::sync::{Arc, Mutex, Weak};
+use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
+use canary_switch::entries::{self, Change, Entry, Key, Write};
+use canary_switch::fabric::{FabricOptions, SwitchFabric};
+use canary_switch::p4info::P4InfoIndex;
+use canary_switch::switches::{port_map, SwitchesFile};
+use fabric_lab::{FabricLab, LabOptions, THRIFT_BASE};
+use std::collections::{BTreeSet, HashMap};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-const H1_MAC: [u8; 6] = [2, 0, 0, 0, 0, 1];
-const H2_MAC: [u8; 6] = [2, 0, 0, 0, 0, 2];
-/// h2's prefix: every route in these topologies points there (traffic flows h1 → h2).
-const H2_PREFIX: &str = "10.0.2.0/24";
+const M: Macs = Macs {
+    dst: [2, 0, 0, 0, 0, 2],
+    src: [2, 0, 0, 0, 0, 1],
+};
 
-// ---------------------------------------------------------------------------------------------
-// Topologies as data
+const LINE2: &str = "name: line2\nmonitors: top+bottom\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";
+const LINE3: &str = "name: line3\nmonitors: bottom\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: t, layer: 1}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, t]\n  - [t, s2]\n";
+const DIAMOND: &str = "name: diamond\nmonitors: bottom\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2a, layer: 1}\n  - {name: s2b, layer: 1}\n  - {name: s3, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2a]\n  - [s1, s2b]\n  - [s2a, s3]\n  - [s2b, s3]\n";
 
-/// A switch: its name, whether it is a monitor, and its switch ID (its pathBF mask).
-struct SwitchSpec {
-    name: &'static str,
-    monitor: bool,
-    id: u32,
-}
-
-/// A fabric link from switch port `from` to switch port `to` (switch index, port number).
-/// With `relay` the test carries its frames itself (namespace `r{index}`, veths `rin` and `rout`; `ip` would read `a` as `address`),
-/// so it can hold packets in flight.
-struct Link {
-    from: (usize, u32),
-    to: (usize, u32),
-    relay: bool,
-}
-
-struct Topo {
-    switches: Vec<SwitchSpec>,
-    /// The switch port h1 (h2) is attached to.
-    h1: (usize, u32),
-    h2: (usize, u32),
-    links: Vec<Link>,
-    /// Per switch, the ports of its ECMP group towards h2, in member order.
-    routes: Vec<Vec<u32>>,
-}
-
-/// Where a switch port leads.
-#[derive(Clone, Copy, Debug, PartialEq)]
-enum Peer {
-    H2,
-    Link(usize),
-}
-
-impl Topo {
-    /// h1 — s1 — … — sn — h2; port 1 faces h1, port 2 faces h2. With `relay`, the link
-    /// s1 → s2 is a relay.
-    fn line(monitors: &[bool], relay: bool) -> Topo {
-        const NAMES: [&str; 4] = ["s1", "s2", "s3", "s4"];
-        let n = monitors.len();
-        Topo {
-            switches: monitors
-                .iter()
-                .enumerate()
-                .map(|(i, &monitor)| SwitchSpec {
-                    name: NAMES[i],
-                    monitor,
-                    id: 101 + i as u32,
-                })
-                .collect(),
-            h1: (0, 1),
-            h2: (n - 1, 2),
-            links: (0..n - 1)
-                .map(|i| Link {
-                    from: (i, 2),
-                    to: (i + 1, 1),
-                    relay: relay && i == 0,
-                })
-                .collect(),
-            routes: vec![vec![2]; n],
-        }
-    }
-
-    /// h1 — s1 — {s2a, s2b} — s3 — h2: s1 (monitor) ports 2 → s2a, 3 → s2b; the transits
-    /// s2a, s2b forward port 1 → 2; s3 (monitor) receives on port 1 (from s2a) and 3 (from s2b)
-    /// and sends to h2 on port 2. s1 starts with a one-member group (via s2a).
-    fn diamond() -> Topo {
-        let sw = |name, monitor, id| SwitchSpec { name, monitor, id };
-        let link = |from, to| Link {
-            from,
-            to,
-            relay: false,
-        };
-        Topo {
-            switches: vec![
-                sw("s1", true, 101),
-                sw("s2a", false, 102),
-                sw("s2b", false, 104),
-                sw("s3", true, 103),
-            ],
-            h1: (0, 1),
-            h2: (3, 2),
-            links: vec![
-                link((0, 2), (1, 1)),
-                link((0, 3), (2, 1)),
-                link((1, 2), (3, 1)),
-                link((2, 2), (3, 3)),
-            ],
-            routes: vec![vec![2], vec![2], vec![2], vec![2]],
-        }
-    }
-
-    fn peer(&self, s: usize, port: u32) -> Peer {
-        if (s, port) == self.h2 {
-            return Peer::H2;
-        }
-        let l = self.links.iter().position(|l| l.from == (s, port));
-        Peer::Link(
-            l.unwrap_or_else(|| panic!("{} port {port} leads nowhere", self.switches[s].name)),
-        )
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// The model
-
-/// One switch of the model: the simulator's per-hop logic (`SimFabric::walk`).
-struct ModelSwitch {
-    name: &'static str,
-    ns: String,
-    monitor: bool,
-    mask: u32,
-    parity: usize,
-    usm: [Usm; 2],
-    dsm: [Dsm; 2],
-    hp: HashPipe,
-    usm_rules: HashSet<FlowId>,
-    dsm_rules: HashSet<(FlowId, u32)>,
-    hh_rules: HashMap<u32, u32>,
-    reports: u64,
-}
-
-impl ModelSwitch {
-    fn new(spec: &SwitchSpec, ns: String) -> Self {
-        ModelSwitch {
-            name: spec.name,
-            ns,
-            monitor: spec.monitor,
-            mask: PathBfParams::default().mask(spec.id),
-            parity: 0,
-            usm: Default::default(),
-            dsm: Default::default(),
-            hp: HashPipe::default(),
-            usm_rules: HashSet::new(),
-            dsm_rules: HashSet::new(),
-            hh_rules: HashMap::new(),
-            reports: 0,
-        }
-    }
-
-    /// One hop: `mark` is 0 (not counted) or 1 + parity, as in the simulator.
-    fn hop(&mut self, f: &FlowId, bf: &mut u32, mark: &mut u8, last: bool) {
-        let h = FlowHashes::of(f);
-        if self.monitor {
-            if self.dsm_rules.contains(&(*f, *bf)) {
-                if *mark > 0 {
-                    self.dsm[(*mark - 1) as usize].update(f, h, *bf);
-                }
-            } else {
-                let count = self.hp.update(f, h);
-                if self.hh_rules.get(bf).is_some_and(|&eta| count > eta) {
-                    self.reports += 1;
-                }
-            }
-            *mark = 0;
-        }
-        *bf = encode_hop(*bf, self.mask, self.monitor);
-        if self.monitor && !last && self.usm_rules.contains(f) {
-            self.usm[self.parity].update(f, h);
-            *mark = 1 + self.parity as u8;
-        }
-    }
-
-    /// The ECMP member the P4 program picks among `size` (`Forwarding` in
-    /// p4src/v1model/forwarding.p4): `canary_core::sketch::ecmp_member`.
-    fn member(&self, f: &FlowId, size: usize) -> usize {
-        usize::from(ecmp_member(FlowHashes::of(f).c32, self.mask, size as u16))
-    }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Frames
-
-fn ip(a: u32) -> String {
-    std::net::Ipv4Addr::from(a).to_string()
-}
-
-fn flow_keys(f: &FlowId) -> String {
-    format!(
-        "{} {} {} {} {}",
-        ip(f.src.as_v4().unwrap()),
-        ip(f.dst.as_v4().unwrap()),
-        f.proto,
-        f.sport,
-        f.dport
-    )
-}
-
-/// An Ethernet/IPv4/{UDP,TCP} frame of `f` with a payload tagged by `seq` (also the IPv4 ID).
-fn frame(f: &FlowId, seq: u16) -> Vec<u8> {
-    let payload: Vec<u8> = (0..18).map(|i| (seq as u8).wrapping_add(i)).collect();
-    let l4_len = if f.proto == 6 { 20 } else { 8 };
-    let total = 20 + l4_len + payload.len();
-    let mut p = Vec::new();
-    p.extend_from_slice(&H2_MAC);
-    p.extend_from_slice(&H1_MAC);
-    p.extend_from_slice(&[0x08, 0x00]);
-    let mut iph = vec![0x45, 0, (total >> 8) as u8, total as u8];
-    iph.extend_from_slice(&seq.to_be_bytes());
-    iph.extend_from_slice(&[0x40, 0, 64, f.proto, 0, 0]);
-    iph.extend_from_slice(&f.src.as_v4().unwrap().to_be_bytes());
-    iph.extend_from_slice(&f.dst.as_v4().unwrap().to_be_bytes());
-    let sum: u32 = iph
-        .chunks(2)
-        .map(|c| u32::from(c[0]) << 8 | u32::from(c[1]))
-        .sum();
-    let sum = !((sum & 0xffff) + (sum >> 16)) as u16;
-    iph[10..12].copy_from_slice(&sum.to_be_bytes());
-    p.extend_from_slice(&iph);
-    p.extend_from_slice(&f.sport.to_be_bytes());
-    p.extend_from_slice(&f.dport.to_be_bytes());
-    if f.proto == 6 {
-        p.extend_from_slice(&[0, 0, 0, 1, 0, 0, 0, 0, 0x50, 0x18, 0xff, 0xff, 0, 0, 0, 0]);
-    } else {
-        p.extend_from_slice(&((8 + payload.len()) as u16).to_be_bytes());
-        p.extend_from_slice(&[0, 0]);
-    }
-    p.extend_from_slice(&payload);
-    p
-}
-
-/// `pkt` as it travels inside the fabric: the shim with `bf` and `mark` after Ethernet.
-fn with_shim(pkt: &[u8], bf: u32, mark: u8) -> Vec<u8> {
-    let mut out = pkt[..12].to_vec();
-    out.extend_from_slice(&[0x88, 0xb5]);
-    out.extend_from_slice(&bf.to_be_bytes());
-    let flags = if mark > 0 {
-        0x80 | ((mark - 1) << 6)
-    } else {
-        0
-    };
-    out.extend_from_slice(&[flags, 0]);
-    out.extend_from_slice(&pkt[12..14]);
-    out.extend_from_slice(&pkt[14..]);
-    out
-}
-
-/// Is `fr` packet `seq` inside the fabric (shim, IPv4 ID at 26..28)?
-fn shim_seq(fr: &[u8], seq: u16) -> bool {
-    fr.len() >= 28 && fr[12..14] == [0x88, 0xb5] && fr[26..28] == seq.to_be_bytes()
-}
-
-fn udp(sport: u16) -> FlowId {
-    FlowId::v4(0x0a00_0101, 0x0a00_0202, 17, sport, 2000)
-}
-
-// ---------------------------------------------------------------------------------------------
-// The driver
-
-/// The compiled program, shared by the tests of this binary running at the same time (p4c
-/// takes seconds); removed when the last of them drops it.
-fn program() -> Arc<(tempfile::TempDir, PathBuf)> {
-    static SHARED: Mutex<Weak<(tempfile::TempDir, PathBuf)>> = Mutex::new(Weak::new());
-    let mut shared = SHARED.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(p) = shared.upgrade() {
-        return p;
-    }
-    let dir = tempfile::tempdir().unwrap();
-    let json = bmv2::build(dir.path());
-    let p = Arc::new((dir, json));
-    *shared = Arc::downgrade(&p);
-    p
-}
-
-/// A packet inside the fabric: what the model says it carries now.
-struct InFlight {
-    seq: u16,
-    flow: FlowId,
-    pkt: Vec<u8>,
-    bf: u32,
-    mark: u8,
-}
-
-/// A running topology of BMv2 switches and its model, driven one packet at a time.
-struct Fabric {
+/// The fabric, its model, and the sockets the test sends and taps frames with.
+struct Packets {
     // Sockets before the lab: they close before the namespaces go.
-    tx: RawSocket,
-    rx: RawSocket,
-    /// The receiving end of every link (switch, port), where the test taps each hop.
-    taps: HashMap<(usize, u32), RawSocket>,
-    /// Per link: the relay's two sockets (frames arrive on `rin`, leave on `rout`).
-    relays: Vec<Option<(RawSocket, RawSocket)>>,
-    hold: bool,
-    held: Vec<(InFlight, usize)>,
-    topo: Topo,
-    sw: Vec<ModelSwitch>,
-    route_handle: Vec<u32>,
-    next_group: u16,
+    hosts: Vec<RawSocket>,
+    /// The receiving end of every link direction: (switch, port) -> its interface.
+    taps: HashMap<(SwitchIx, u32), RawSocket>,
+    /// The relayed link (switch, port) and its two ends.
+    relay: Option<((SwitchIx, u32), RawSocket, RawSocket)>,
+    held: Vec<Vec<u8>>,
+    rt: tokio::runtime::Runtime,
+    fabric: SwitchFabric<Bmv2Driver>,
+    net: Net<'static>,
+    prog: Arc<Bmv2Program>,
+    prep: &'static Prepared,
+    /// Digests the model sent, and those that reached the controller.
+    expected_digests: Vec<(SwitchIx, Digest)>,
     seq: u16,
-    names: Names,
-    /// One simple_switch_CLI session per switch.
-    cli: Vec<RefCell<CliSession>>,
     /// Kept for its Drop: kills the switches and removes the namespaces.
-    _lab: Lab,
-    _program: Arc<(tempfile::TempDir, PathBuf)>,
+    _lab: FabricLab,
 }
 
-/// The port's interface name inside its switch's namespace.
-fn port_if(port: u32) -> String {
-    format!("p{port}")
+/// Is `fr` the frame `want` (maybe with another shim)?
+fn same_frame(fr: &[u8], want: &[u8]) -> bool {
+    wire::split(fr).0 == wire::split(want).0
 }
 
-impl Fabric {
-    /// Creates namespaces, veths and switches, and programs forwarding and switch_config.
-    /// `None` (after printing `SKIP: ...`) when the tools or root are missing.
-    fn start(test: &str, topo: Topo) -> Option<Fabric> {
+impl Packets {
+    /// Starts the switches of `yaml_text` in one namespace and configures them as `canary run`
+    /// does; `relay`: the link (by switch names) whose frames the test carries. `None` (after
+    /// printing `SKIP: ...`) when the tools or root are missing.
+    fn start(test: &str, yaml_text: &str, relay: Option<(&str, &str)>) -> Option<Packets> {
         if let Some(what) = bmv2::missing() {
             bmv2::skip(&format!("bmv2_packets {test}: {what}"));
             return None;
         }
-        let mut lab = Lab::new();
-        let program = program();
-        let json = program.1.clone();
-        let names = Names::load(&json);
-        let h1 = lab.netns("h1");
-        let h2 = lab.netns("h2");
-        let sw: Vec<ModelSwitch> = topo
-            .switches
-            .iter()
-            .map(|s| ModelSwitch::new(s, lab.netns(s.name)))
-            .collect();
-        lab.veth(&h1, "eth0", &sw[topo.h1.0].ns, &port_if(topo.h1.1));
-        lab.veth(&sw[topo.h2.0].ns, &port_if(topo.h2.1), &h2, "eth0");
-        let mut relays = Vec::new();
-        for (i, l) in topo.links.iter().enumerate() {
-            let (from, to) = (&sw[l.from.0].ns, &sw[l.to.0].ns);
-            if l.relay {
-                let r = lab.netns(&format!("r{i}"));
-                lab.veth(from, &port_if(l.from.1), &r, "rin");
-                lab.veth(&r, "rout", to, &port_if(l.to.1));
-                relays.push(Some((
-                    RawSocket::open(&r, "rin"),
-                    RawSocket::open(&r, "rout"),
-                )));
-            } else {
-                lab.veth(from, &port_if(l.from.1), to, &port_if(l.to.1));
-                relays.push(None);
-            }
-        }
-        for (i, s) in sw.iter().enumerate() {
-            let mut ports: BTreeSet<u32> = BTreeSet::new();
-            for l in &topo.links {
-                for (j, p) in [l.from, l.to] {
-                    if j == i {
-                        ports.insert(p);
-                    }
-                }
-            }
-            for (j, p) in [topo.h1, topo.h2] {
-                if j == i {
-                    ports.insert(p);
-                }
-            }
-            let ifs: Vec<(u32, String)> = ports.iter().map(|&p| (p, port_if(p))).collect();
-            let refs: Vec<(u32, &str)> = ifs.iter().map(|(p, n)| (*p, n.as_str())).collect();
-            lab.switch(&s.ns, &json, i as u32 + 1, &refs);
-        }
-        let taps = topo
-            .links
-            .iter()
-            .map(|l| (l.to, RawSocket::open(&sw[l.to.0].ns, &port_if(l.to.1))))
-            .collect();
-        let cli = sw
-            .iter()
-            .map(|s| RefCell::new(CliSession::open(&s.ns)))
-            .collect();
-        let mut fab = Fabric {
-            cli,
-            tx: RawSocket::open(&h1, "eth0"),
-            rx: RawSocket::open(&h2, "eth0"),
-            taps,
-            relays,
-            hold: false,
-            held: Vec::new(),
-            route_handle: Vec::new(),
-            next_group: 1,
-            seq: 0,
-            sw,
-            topo,
-            names,
-            _lab: lab,
-            _program: program,
-        };
-        for i in 0..fab.sw.len() {
-            let s = &fab.sw[i];
-            let mut c = format!(
-                "table_set_default {} {} {} {} 0\n",
-                fab.n("switch_config"),
-                fab.n("set_config"),
-                u8::from(s.monitor),
-                s.mask
-            );
-            for (j, p) in [fab.topo.h1, fab.topo.h2] {
-                if j == i {
-                    c += &format!(
-                        "table_add {} {} {p} =>\n",
-                        fab.n("host_port_in"),
-                        fab.n("host_port")
-                    );
-                    c += &format!(
-                        "table_add {} {} {p} =>\n",
-                        fab.n("host_port_out"),
-                        fab.n("to_host")
-                    );
-                }
-            }
-            fab.cli(i, &c);
-            let ports = fab.topo.routes[i].clone();
-            let g = fab.ecmp_group(i, &ports);
-            let out = fab.cli(
-                i,
-                &format!(
-                    "table_add {} {} {H2_PREFIX} => {g} {}\n",
-                    fab.n("ipv4_route"),
-                    fab.n("set_group"),
-                    fab.topo.routes[i].len()
-                ),
-            );
-            let handle = out
-                .split("added with handle")
-                .nth(1)
-                .and_then(|t| t.split_whitespace().next())
-                .and_then(|h| h.parse().ok())
-                .unwrap_or_else(|| panic!("no handle in {out}"));
-            fab.route_handle.push(handle);
-        }
-        Some(fab)
-    }
-
-    /// Runs simple_switch_CLI `commands` on switch `s`.
-    fn cli(&self, s: usize, commands: &str) -> String {
-        self.cli[s].borrow_mut().run(commands)
-    }
-
-    /// The fully qualified P4 name ending in `suffix`.
-    fn n(&self, suffix: &str) -> String {
-        self.names.get(suffix).to_string()
-    }
-
-    /// Installs a new ECMP group at switch `s` with `ports` as members; returns its id.
-    fn ecmp_group(&mut self, s: usize, ports: &[u32]) -> u16 {
-        let g = self.next_group;
-        self.next_group += 1;
-        let c: String = ports
-            .iter()
-            .enumerate()
-            .map(|(m, p)| {
-                format!(
-                    "table_add {} {} {g} {m} => {p}\n",
-                    self.n("ecmp_group"),
-                    self.n("set_port")
-                )
+        let topo = yaml::parse("topology.yaml", yaml_text).unwrap();
+        let prep: &'static Prepared =
+            Box::leak(Box::new(prepare(topo, PathBfParams::default()).unwrap()));
+        let t = &prep.topo;
+        let relay_link = relay.map(|(a, b)| (t.switch(a).unwrap(), t.switch(b).unwrap()));
+        let lab = FabricLab::with(
+            t.clone(),
+            LabOptions {
+                relay: relay_link,
+                live_hosts: false,
+            },
+        );
+        // The switches' servers listen in the fabric namespace; so does this thread from now
+        // on (sockets elsewhere are opened by threads of their own).
+        bmv2::enter_netns(&lab.fab);
+        let path = lab.switches_yaml.display().to_string();
+        let bound = SwitchesFile::load(&path).unwrap().bind(&path, t).unwrap();
+        let ports: &'static PortMap = Box::leak(Box::new(port_map(&bound)));
+        let p4info = P4InfoIndex::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
+        let json = std::fs::read(lab.p4dir.join("canary.json")).unwrap();
+        let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
+        let drivers = bound
+            .into_iter()
+            .map(|b| {
+                let monitor = t.switches[b.ix as usize].monitor;
+                Bmv2Driver::new(b, monitor, prog.clone(), Bmv2Options::default())
             })
             .collect();
-        self.cli(s, &c);
-        g
-    }
-
-    /// Rewrites switch `s`'s route towards h2 to a new group of `ports` (one table_modify: the
-    /// switch moves from the old group to the new one between two packets).
-    fn set_route(&mut self, s: usize, ports: &[u32]) {
-        let g = self.ecmp_group(s, ports);
-        let c = format!(
-            "table_modify {} {} {} => {g} {}\n",
-            self.n("ipv4_route"),
-            self.n("set_group"),
-            self.route_handle[s],
-            ports.len()
+        let mut fabric = SwitchFabric::new(
+            t,
+            ports,
+            &prep.codec.masks,
+            drivers,
+            prog.program.capacity(),
+            FabricOptions::default(),
         );
-        self.cli(s, &c);
-        self.topo.routes[s] = ports.to_vec();
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(fabric.connect(Duration::from_secs(30)))
+            .unwrap();
+
+        let routing = Routing::new(t);
+        let tree = FloodTree::new(t);
+        let models = (0..t.switches.len() as SwitchIx)
+            .map(|s| {
+                let mut m = SwitchModel::new(prog.program.capacity());
+                m.set_config(SwitchConfig {
+                    monitor: t.switches[s as usize].monitor,
+                    mask: prep.codec.masks[s as usize],
+                    epoch: epoch_tag(0),
+                });
+                m.set_forwarding(ForwardingState::of(t, &routing, &tree, s, ports.of(s)));
+                m
+            })
+            .collect();
+        let net = Net::new(t, ports, models);
+
+        let hosts = lab
+            .hosts
+            .iter()
+            .map(|(ns, _)| RawSocket::open(ns, "eth0"))
+            .collect();
+        let mut taps = HashMap::new();
+        for (&(from, to), _) in &lab.link_iface {
+            // The receiving end of from -> to is `to`'s interface of the link.
+            let iface = &lab.link_iface[&(to, from)];
+            let port = ports.of(to).switch_ports[&from];
+            taps.insert((to, port), RawSocket::open(&lab.fab, iface));
+        }
+        let relay = relay_link.map(|(a, b)| {
+            let ns = format!("{}relay", lab.lab.tag);
+            (
+                (a, ports.of(a).switch_ports[&b]),
+                RawSocket::open(&ns, "rin"),
+                RawSocket::open(&ns, "rout"),
+            )
+        });
+        Some(Packets {
+            hosts,
+            taps,
+            relay,
+            held: Vec::new(),
+            rt,
+            fabric,
+            net,
+            prog,
+            prep,
+            expected_digests: Vec::new(),
+            seq: 0,
+            _lab: lab,
+        })
     }
 
-    fn add_usm(&mut self, s: usize, f: FlowId) {
-        self.sw[s].usm_rules.insert(f);
-        let c = format!(
-            "table_add {} {} {} =>\n",
-            self.n("usm_table"),
-            self.n("usm_count"),
-            flow_keys(&f)
-        );
-        self.cli(s, &c);
+    fn topo(&self) -> &'static Topology {
+        &self.prep.topo
     }
 
-    fn add_dsm(&mut self, s: usize, f: FlowId, bf: u32) {
-        self.sw[s].dsm_rules.insert((f, bf));
-        let c = format!(
-            "table_add {} {} {} {bf} =>\n",
-            self.n("dsm_table"),
-            self.n("dsm_hit"),
-            flow_keys(&f)
-        );
-        self.cli(s, &c);
+    fn sw(&self, name: &str) -> SwitchIx {
+        self.topo().switch(name).unwrap()
     }
 
-    fn add_hh(&mut self, s: usize, bf: u32, eta: u32) {
-        self.sw[s].hh_rules.insert(bf, eta);
-        let c = format!(
-            "table_add {} {} {bf} => {eta}\n",
-            self.n("hh_table"),
-            self.n("hh_watch")
-        );
-        self.cli(s, &c);
+    fn model(&self, s: SwitchIx) -> &SwitchModel {
+        &self.net.switches[s as usize]
     }
 
-    /// The controller's epoch flip at switch `s` alone: rewrite its config's default action
-    /// with the other parity.
-    fn flip(&mut self, s: usize) {
-        let parity = 1 - self.sw[s].parity;
-        self.sw[s].parity = parity;
-        let c = format!(
-            "table_set_default {} {} {} {} {parity}\n",
-            self.n("switch_config"),
-            self.n("set_config"),
-            u8::from(self.sw[s].monitor),
-            self.sw[s].mask
-        );
-        self.cli(s, &c);
+    /// Installs rules on the switches (through the fabric, which gives them their IDs) and in
+    /// the model.
+    fn rules(&mut self, ops: &[RuleOp]) {
+        let failed = self.rt.block_on(self.fabric.apply(ops));
+        assert!(failed.is_empty(), "{failed:?}");
+        for op in ops {
+            self.net.switches[op.switch() as usize].apply(op).unwrap();
+        }
     }
 
-    /// The pathBF a packet of `f` carries into switch `to` along the current routes.
-    fn bf_into(&self, f: &FlowId, to: usize) -> u32 {
-        let (mut s, mut bf) = (self.topo.h1.0, 0);
-        while s != to {
-            bf = encode_hop(bf, self.sw[s].mask, self.sw[s].monitor);
-            match self.next(s, f) {
-                (_, Peer::Link(l)) => s = self.topo.links[l].to.0,
-                (_, Peer::H2) => panic!("{f} never reaches {}", self.sw[to].name),
+    /// Switch `s` alone starts epoch `epoch`.
+    fn flip(&mut self, s: SwitchIx, epoch: u64) {
+        let m = &mut self.net.switches[s as usize];
+        let mut c = m.config();
+        c.epoch = epoch_tag(epoch);
+        m.set_config(c);
+        let w = Write {
+            change: Change::Modify,
+            entry: entries::config(c),
+        };
+        let failed = self.rt.block_on(self.fabric.driver_mut(s).write_now(&[w]));
+        assert!(failed.is_empty(), "{failed:?}");
+    }
+
+    /// Frames leaving through the relay are held from now on (`true`), or carried at once.
+    fn hold(&mut self, on: bool) {
+        self.net.hold = if on {
+            self.relay.as_ref().map(|r| r.0)
+        } else {
+            None
+        };
+    }
+
+    /// Host `host` sends `frame`; every copy is followed through BMv2 and the model.
+    fn send(&mut self, host: u32, frame: &[u8]) {
+        self.hosts[host as usize].send(frame);
+        let events = self.net.send(host, frame);
+        self.follow(events);
+        self.check_counters();
+    }
+
+    /// Host 0 sends one frame of IP flow `f`.
+    fn send_flow(&mut self, f: FlowId) {
+        self.seq += 1;
+        let frame = wire::ip_frame(M, &f, self.seq, &self.seq.to_be_bytes());
+        self.send(0, &frame);
+    }
+
+    fn follow(&mut self, events: Vec<Event>) {
+        for e in events {
+            match e {
+                Event::Link {
+                    switch,
+                    port,
+                    frame,
+                } => {
+                    if self.relay.as_ref().is_some_and(|r| r.0 == (switch, port)) {
+                        let got = self.relay_in(&frame);
+                        self.relay.as_ref().unwrap().2.send(&got);
+                    }
+                    let next = self.net.ports.of(switch).neighbor(port).unwrap();
+                    let back = self.net.ports.of(next).switch_ports[&switch];
+                    let name = self.topo().name_of(next).to_string();
+                    let got = self.taps[&(next, back)]
+                        .recv_until(Duration::from_secs(3), |fr| same_frame(fr, &frame))
+                        .unwrap_or_else(|| panic!("{name} port {back} did not see {frame:02x?}"));
+                    assert_eq!(got, frame, "frame arriving at {name} port {back}");
+                }
+                Event::Held { frame, .. } => {
+                    self.relay_in(&frame);
+                    self.held.push(frame);
+                }
+                Event::Delivered { host, frame } => {
+                    let got = self.hosts[host as usize]
+                        .recv_until(Duration::from_secs(3), |fr| same_frame(fr, &frame))
+                        .unwrap_or_else(|| panic!("host {host} did not get {frame:02x?}"));
+                    assert_eq!(got, frame, "host {host} gets the frame byte for byte");
+                }
+                Event::Digest { switch, digest } => self.expected_digests.push((switch, digest)),
+                Event::NoRoute { .. } => {}
             }
         }
-        bf
     }
 
-    /// Switch `s`'s egress port for `f` and where it leads.
-    fn next(&self, s: usize, f: &FlowId) -> (u32, Peer) {
-        let group = &self.topo.routes[s];
-        let port = group[self.sw[s].member(f, group.len())];
-        (port, self.topo.peer(s, port))
-    }
-
-    /// Sends one packet of `f` from h1 and follows it (model and BMv2) until h2 or a relay
-    /// that holds it.
-    fn send(&mut self, f: FlowId) {
-        self.seq += 1;
-        let pkt = frame(&f, self.seq);
-        self.tx.send(&pkt);
-        let p = InFlight {
-            seq: self.seq,
-            flow: f,
-            pkt,
-            bf: 0,
-            mark: 0,
-        };
-        self.travel(p, self.topo.h1.0);
-    }
-
-    /// Relays from now on hold the frames they get (`true`) or carry them on at once.
-    fn hold(&mut self, on: bool) {
-        self.hold = on;
+    /// The frame arriving at the relay from its first switch: the model's.
+    fn relay_in(&self, want: &[u8]) -> Vec<u8> {
+        let got = self
+            .relay
+            .as_ref()
+            .unwrap()
+            .1
+            .recv_until(Duration::from_secs(3), |fr| same_frame(fr, want))
+            .unwrap_or_else(|| panic!("the relay did not get {want:02x?}"));
+        assert_eq!(got, want, "frame leaving through the relay");
+        got
     }
 
     /// Carries the held frames on, oldest first, each to the end of its journey.
     fn release(&mut self) {
         assert!(!self.held.is_empty(), "nothing held");
-        for (p, l) in std::mem::take(&mut self.held) {
-            let (_, b) = self.relays[l].as_ref().unwrap();
-            b.send(&with_shim(&p.pkt, p.bf, p.mark));
-            self.arrive(p, l);
+        let (switch, port) = self.relay.as_ref().unwrap().0;
+        for frame in std::mem::take(&mut self.held) {
+            self.relay.as_ref().unwrap().2.send(&frame);
+            let events = self.net.release(switch, port, frame);
+            self.follow(events);
         }
+        self.check_counters();
     }
 
-    fn travel(&mut self, mut p: InFlight, mut s: usize) {
-        let mut monitors = Vec::new();
-        loop {
-            let (port, peer) = self.next(s, &p.flow);
-            if self.sw[s].monitor {
-                monitors.push(s);
-            }
-            self.sw[s].hop(&p.flow, &mut p.bf, &mut p.mark, peer == Peer::H2);
-            let l = match peer {
-                Peer::H2 => {
-                    let seq = p.seq;
-                    let got = self.rx.recv_until(Duration::from_secs(3), |fr| {
-                        fr.len() >= 20 && fr[18..20] == seq.to_be_bytes()
-                    });
-                    assert_eq!(
-                        got.as_deref(),
-                        Some(p.pkt.as_slice()),
-                        "h2 got packet {seq} ({}) byte for byte",
-                        p.flow
-                    );
-                    break;
-                }
-                Peer::Link(l) => l,
-            };
-            if let Some((a, _)) = &self.relays[l] {
-                let want = with_shim(&p.pkt, p.bf, p.mark);
-                let got = a.recv_until(Duration::from_secs(3), |fr| shim_seq(fr, p.seq));
-                assert_eq!(
-                    got.as_deref(),
-                    Some(want.as_slice()),
-                    "packet {} ({}) leaving {} port {port}: pathBF {:#x}, mark {}",
-                    p.seq,
-                    p.flow,
-                    self.sw[s].name,
-                    p.bf,
-                    p.mark
-                );
-                if self.hold {
-                    self.held.push((p, l));
-                    break;
-                }
-                self.relays[l].as_ref().unwrap().1.send(&want);
-            }
-            s = self.arrive_at(&p, l);
-        }
-        self.check_reports(&monitors);
-    }
-
-    /// Follows a released packet from the far end of link `l`.
-    fn arrive(&mut self, p: InFlight, l: usize) {
-        let s = self.arrive_at(&p, l);
-        self.travel(p, s);
-    }
-
-    /// Checks `p` arriving on the far end of link `l` with the model's shim; returns that switch.
-    fn arrive_at(&self, p: &InFlight, l: usize) -> usize {
-        let to = self.topo.links[l].to;
-        let want = with_shim(&p.pkt, p.bf, p.mark);
-        let got = self.taps[&to]
-            .recv_until(Duration::from_secs(3), |fr| shim_seq(fr, p.seq))
-            .unwrap_or_else(|| {
-                panic!(
-                    "{} port {} did not see packet {} ({})",
-                    self.sw[to.0].name, to.1, p.seq, p.flow
-                )
-            });
-        assert_eq!(
-            got, want,
-            "packet {} ({}) arriving at {} port {}: pathBF {:#x}, mark {}",
-            p.seq, p.flow, self.sw[to.0].name, to.1, p.bf, p.mark
-        );
-        to.0
-    }
-
-    /// The HH report counters of `monitors` equal the model's.
-    fn check_reports(&self, monitors: &[usize]) {
-        let ctr = self.n("hh_report_ctr");
-        for &s in monitors {
-            let fired = self.cli[s].borrow_mut().counter(&ctr, 0);
+    /// The HH digest counter of every monitor equals the model's.
+    fn check_counters(&mut self) {
+        let id = self.prog.program.hh_counter.expect("hh_report_ctr");
+        for s in self.topo().monitors() {
+            let got = self
+                .rt
+                .block_on(self.fabric.driver_mut(s).read_counter(id, 0))
+                .unwrap();
+            let want = self.model(s).counters.hh_reports;
             assert_eq!(
-                fired, self.sw[s].reports,
-                "HH reports at {} after packet {}",
-                self.sw[s].name, self.seq
+                got,
+                want,
+                "HH digests sent by {} after frame {}",
+                self.topo().name_of(s),
+                self.seq
             );
         }
     }
 
-    /// Every register of every monitor equals the model; no frame is left anywhere (none took
-    /// a path the model did not predict).
-    fn verify(&self) {
+    /// Every meter bucket of every epoch each monitor holds, every HashPipe slot and the
+    /// digests that reached the controller equal the model's; no frame went anywhere else.
+    fn verify(&mut self) {
         assert!(self.held.is_empty(), "frames still held");
-        for (i, s) in self.sw.iter().enumerate().filter(|(_, s)| s.monitor) {
-            compare_registers(&mut self.cli[i].borrow_mut(), &self.names, s);
+        for s in self.topo().monitors() {
+            let name = self.topo().name_of(s).to_string();
+            let m = &self.net.switches[s as usize];
+            let mut tags = BTreeSet::new();
+            for p in 0..2 {
+                tags.extend(m.meters_raw(p).2);
+            }
+            for &tag in &tags {
+                let (usm, dsm) = self.rt.block_on(self.fabric.peek_meters(s, tag)).unwrap();
+                let (mu, md) = m.meters_of(tag);
+                assert_eq!(usm, mu, "{name}: USM of epoch tag {tag}");
+                assert_eq!(dsm, md, "{name}: DSM of epoch tag {tag}");
+            }
+            let mut t = ThriftClient::connect(
+                name.clone(),
+                ("127.0.0.1", THRIFT_BASE + s as u16),
+                Timeouts::default(),
+            )
+            .unwrap();
+            let want: HashMap<(usize, usize), (u32, u32)> = m
+                .hashpipe()
+                .entries()
+                .map(|(st, i, fp, c)| ((st, i), (fp, c)))
+                .collect();
+            for (stage, reg) in self.prog.program.hashpipe.iter().enumerate() {
+                let v = t.register_read_all(CXT_ID, &reg.name).unwrap();
+                for (i, &x) in v.iter().enumerate() {
+                    let x = x as u64;
+                    // count ++ fingerprint (v1model/hashpipe.p4)
+                    let got = (x != 0).then_some((x as u32, (x >> 32) as u32));
+                    assert_eq!(
+                        got,
+                        want.get(&(stage, i)).copied(),
+                        "{name} HashPipe stage {stage} slot {i}"
+                    );
+                }
+            }
         }
+        // Digest lists leave a switch within its max_timeout (10 ms).
+        self.rt
+            .block_on(async { tokio::time::sleep(Duration::from_millis(200)).await });
+        let reports = self.rt.block_on(self.fabric.take_reports());
+        eprintln!("fabric counters: {:?}", self.fabric.counters);
+        let got: BTreeSet<(SwitchIx, FlowId, u32)> = reports
+            .iter()
+            .map(|r| (r.switch, r.flow, r.path_bf))
+            .collect();
+        let want: BTreeSet<(SwitchIx, FlowId, u32)> = self
+            .expected_digests
+            .iter()
+            .map(|(s, d)| (*s, d.flow, d.path_bf))
+            .collect();
+        assert_eq!(got, want, "the HH digests that reached the controller");
         let mut sockets: Vec<(String, &RawSocket)> = self
             .taps
             .iter()
-            .map(|(&(s, p), t)| (format!("{} port {p}", self.sw[s].name), t))
+            .map(|(&(s, p), t)| (format!("{} port {p}", self.topo().name_of(s)), t))
             .collect();
-        for (i, r) in self.relays.iter().enumerate() {
-            if let Some((a, _)) = r {
-                sockets.push((format!("relay of link {i}"), a));
-            }
+        if let Some((_, rin, _)) = &self.relay {
+            sockets.push(("the relay".into(), rin));
         }
-        sockets.push(("h2".into(), &self.rx));
+        for (i, h) in self.hosts.iter().enumerate() {
+            sockets.push((format!("host {i}"), h));
+        }
         for (what, sock) in sockets {
             let stray = sock.recv_timeout(Duration::from_millis(100));
             assert_eq!(stray, None, "unexpected frame at {what}");
@@ -725,27 +404,28 @@ impl Fabric {
     }
 }
 
-// ---------------------------------------------------------------------------------------------
-// Scenarios
+fn udp(sport: u16) -> FlowId {
+    FlowId::v4(0x0a00_0102, 0x0a00_0202, 17, sport, 2000)
+}
 
-/// The line scenario on `monitors` (s1 and the last switch must be monitors): collisions, a DSM
-/// rule with a wrong pathBF, a flow without USM, HashPipe evictions; then packets held in
-/// flight on the link s1 → s2 across flips of s1 alone and of the last switch alone.
-fn line_scenario(test: &str, monitors: &[bool]) {
-    let Some(mut fab) = Fabric::start(test, Topo::line(monitors, true)) else {
+fn udp6(sport: u16) -> FlowId {
+    let a = canary_core::topo::default_ipv6;
+    FlowId::v6(a(0x0a00_0102), a(0x0a00_0202), 17, sport, 2000)
+}
+
+/// The line scenario: collisions, a DSM rule with a wrong pathBF, a flow without USM, HashPipe
+/// evictions, IPv6 flows; frames held in flight on the link out of s1 across flips of s1 alone
+/// and of the last switch alone; an epoch reusing a parity; ARP, ND, LLDP and another EtherType.
+fn line_scenario(test: &str, topo: &str, relay_to: &str) {
+    let Some(mut fab) = Packets::start(test, topo, Some(("s1", relay_to))) else {
         return;
     };
-    let last = monitors.len() - 1;
-    assert!(monitors[0] && monitors[last]);
+    let (s1, last) = (fab.sw("s1"), fab.sw("s2"));
+    let t = fab.topo();
 
-    // Flows: d collides with a in meter row 0 only (dirties that bucket, not the others).
+    // d collides with a in meter row 0 only (dirties that bucket, not the others).
     let (a, b, e) = (udp(1000), udp(1001), udp(1003));
-    let c = FlowId {
-        proto: 6,
-        sport: 1002,
-        dport: 80,
-        ..udp(0)
-    };
+    let c = FlowId::v4(0x0a00_0102, 0x0a00_0202, 6, 1002, 80);
     let ha = FlowHashes::of(&a);
     let d = (1100..u16::MAX)
         .map(udp)
@@ -768,12 +448,21 @@ fn line_scenario(test: &str, monitors: &[bool]) {
     let p = udp(3000);
     let mut same = (3001..u16::MAX).map(udp).filter(|f| slots(f) == slots(&p));
     let (q, r) = (same.next().unwrap(), same.next().unwrap());
+    let (x6, y6, z6) = (udp6(5000), udp6(5001), udp6(5002));
 
-    // Monitoring rules: USM at s1, DSM at the last switch (c's rule has a wrong pathBF, e has
-    // no USM), HH at both.
-    let bf_down = fab.bf_into(&a, last);
-    for f in [a, b, d] {
-        fab.add_usm(0, f);
+    // pathBF at the last switch: s1's mask, and the transit's in line3.
+    let mut bf_down = fab.prep.codec.masks[s1 as usize];
+    for (i, sw) in t.switches.iter().enumerate() {
+        if !sw.monitor {
+            bf_down = encode_hop(bf_down, fab.prep.codec.masks[i], false);
+        }
+    }
+    let mut ops = Vec::new();
+    for f in [a, b, d, x6, y6] {
+        ops.push(RuleOp::InstallUsm {
+            switch: s1,
+            flow: f,
+        });
     }
     for (f, bf) in [
         (a, bf_down),
@@ -781,130 +470,264 @@ fn line_scenario(test: &str, monitors: &[bool]) {
         (d, bf_down),
         (e, bf_down),
         (c, bf_down ^ 1),
+        (x6, bf_down),
+        (y6, bf_down),
     ] {
-        fab.add_dsm(last, f, bf);
+        ops.push(RuleOp::InstallDsm {
+            switch: last,
+            flow: f,
+            path_bf: bf,
+        });
     }
-    fab.add_hh(last, bf_down, 3);
-    fab.add_hh(0, 0, 4);
+    ops.push(RuleOp::InstallHh {
+        switch: last,
+        path_bf: bf_down,
+        eta: 3,
+    });
+    ops.push(RuleOp::InstallHh {
+        switch: s1,
+        path_bf: 0,
+        eta: 4,
+    });
+    fab.rules(&ops);
 
     for f in [
-        a, a, b, c, a, d, c, c, b, a, c, d, a, c, p, p, p, q, r, p, q, q, r, p, r, r, r, q,
+        a, a, b, c, a, d, c, c, b, a, c, d, a, c, p, p, p, q, r, p, q, q, r, p, r, r, r, q, x6, y6,
+        z6, x6, z6, z6, z6, z6, y6,
     ] {
-        fab.send(f);
+        fab.send_flow(f);
     }
 
-    // Packets in flight across the flip: a, b, a, d leave s1 marked with parity 0 and are held
-    // on the link s1 -> s2. s1 flips alone: a, b now leave marked 1 and reach the last switch,
-    // still in parity 0, where they count in DSM instance 1 (the mark decides, not the local
-    // parity). The last switch flips too; then the held packets arrive marked 0 at a switch in
-    // parity 1, after newer packets, and count in DSM instance 0.
+    // Frames in flight across the flip: a, b, a, d, x6 leave s1 marked with epoch 0 and are held
+    // on the link out of s1. s1 flips alone to epoch 1: a, b now leave marked 1 and reach the last
+    // switch, still in epoch 0, where they count in epoch 1's buckets (the mark decides, not the
+    // local epoch). The last switch flips too; then the held frames arrive marked 0 at a switch in
+    // epoch 1, after newer ones, and count in epoch 0's buckets.
     fab.hold(true);
-    for f in [a, b, a, d] {
-        fab.send(f);
+    for f in [a, b, a, d, x6] {
+        fab.send_flow(f);
     }
     fab.hold(false);
-    fab.flip(0);
-    for f in [a, b, a] {
-        fab.send(f);
+    fab.flip(s1, 1);
+    for f in [a, b, a, y6] {
+        fab.send_flow(f);
     }
-    fab.flip(last);
-    let h = FlowHashes::of(&a);
-    let col = meter_index(h, 2, 1024);
-    let before = fab.sw[last].dsm[0].bucket(2, col).count;
+    fab.flip(last, 1);
     fab.release();
+    let (_, d0) = fab.model(last).meters_of(epoch_tag(0));
+    let (_, d1) = fab.model(last).meters_of(epoch_tag(1));
+    let count = |dsm: &canary_core::sketch::Dsm, f: &FlowId| {
+        dsm.clean_flows()
+            .iter()
+            .find(|r| r.flow == *f)
+            .map(|r| r.count)
+    };
     assert_eq!(
-        fab.sw[last].dsm[0].bucket(2, col).count,
-        before + 2,
-        "the model counts a's two held packets in DSM instance 0"
+        count(&d1, &a),
+        Some(2),
+        "a's two frames after s1's flip, in epoch 1"
     );
-    assert_eq!(fab.sw[last].dsm[1].bucket(2, col).count, 2);
-
-    for f in [a, c, e, b, c, e, a, c, c, e, b, d] {
-        fab.send(f);
-    }
     assert!(
-        fab.sw[last].reports > 0 && fab.sw[0].reports > 0,
+        count(&d0, &a).is_some_and(|n| n >= 6),
+        "a's held frames counted in epoch 0"
+    );
+    for f in [a, c, e, b, c, e, a, c, c, e, b, d, x6, z6] {
+        fab.send_flow(f);
+    }
+
+    // Epoch 2 reuses epoch 0's parity: its first packets find epoch 0's buckets stale.
+    fab.flip(s1, 2);
+    fab.flip(last, 2);
+    for f in [a, b, x6, a] {
+        fab.send_flow(f);
+    }
+    let (_, d2) = fab.model(last).meters_of(epoch_tag(2));
+    assert_eq!(count(&d2, &a), Some(2), "epoch 2 starts afresh in parity 0");
+    assert!(count(&d2, &x6).is_some(), "an IPv6 flow is counted");
+
+    // Not routed, never dropped: ARP, IPv6 neighbour solicitation, LLDP, a broadcast of
+    // another EtherType, IPv4 multicast; all reach h2 as h1 sent them.
+    let h1 = t.hosts[0].clone();
+    let others = [
+        wire::arp_request(M.src, h1.addr, 0x0a00_0263),
+        wire::neighbour_solicitation(M.src, h1.addr6, t.hosts[1].addr6 + 0x99),
+        wire::lldp(M.src, "eth0"),
+        [
+            vec![0xff; 6],
+            M.src.to_vec(),
+            vec![0x12, 0x34],
+            vec![0xab; 46],
+        ]
+        .concat(),
+        wire::ip_frame(
+            M,
+            &FlowId::v4(h1.addr, 0xe000_00fb, 17, 5353, 5353),
+            9,
+            b"mdns",
+        ),
+    ];
+    for fr in others {
+        fab.send(0, &fr);
+    }
+
+    assert!(
+        fab.model(last).counters.hh_reports > 0 && fab.model(s1).counters.hh_reports > 0,
         "the sequence must exercise the HH report"
     );
     fab.verify();
-
-    // Harvest: register_reset clears the finished instance and leaves the other one.
-    let rows: Vec<String> = (0..3)
-        .flat_map(|r| METER_FIELDS.iter().map(move |f| (r, f)))
-        .map(|(r, f)| fab.n(&format!("upstream_meter.parity0.row{r}.{f}_reg")))
-        .collect();
-    let cmds: String = rows
-        .iter()
-        .map(|r| format!("register_reset {r}\n"))
-        .collect();
-    fab.cli(0, &cmds);
-    fab.sw[0].usm[0].reset();
-    compare_registers(&mut fab.cli[0].borrow_mut(), &fab.names, &fab.sw[0]);
 }
 
 #[test]
 fn two_switch_line_matches_the_reference_model() {
-    line_scenario("two_switch_line", &[true, true]);
+    line_scenario("two_switch_line", LINE2, "s2");
 }
 
 #[test]
 fn three_switch_line_matches_the_reference_model() {
-    line_scenario("three_switch_line", &[true, false, true]);
+    line_scenario("three_switch_line", LINE3, "t");
 }
 
-/// A flow changing path: s1's route towards h2 is rewritten mid-sequence from one member (via
-/// s2a) to a group of two (s2a, s2b). Flows whose ECMP member is 1 move to s2b: their pathBF at
-/// s3 changes, so x's DSM rule (keyed on the old pathBF) stops matching and x goes to HashPipe
-/// and fires the HH report watched on the new pathBF; y has DSM rules for both pathBFs, so its
-/// DSM buckets see a second pathBF and turn dirty; z (member 0) stays on s2a and stays clean.
+/// A flow changing path: s1's route to h2's rack first points at a one-member group (via s2a),
+/// then back at the topology's two-member group (s2a, s2b). Flows whose ECMP member is s2b move:
+/// their pathBF at s3 changes, so x's DSM rule (keyed on the old pathBF) stops matching and x goes
+/// to HashPipe and fires the HH digest watched on the new pathBF; y has DSM rules for both
+/// pathBFs, so its DSM buckets see a second rule and turn dirty; z (member s2a) stays on s2a and
+/// stays clean.
 #[test]
 fn diamond_path_change_matches_the_reference_model() {
-    let Some(mut fab) = Fabric::start("diamond_path_change", Topo::diamond()) else {
+    let Some(mut fab) = Packets::start("diamond_path_change", DIAMOND, None) else {
         return;
     };
-    let (s1, s3) = (0, 3);
-    let mut moving = (4000..u16::MAX)
-        .map(udp)
-        .filter(|f| fab.sw[s1].member(f, 2) == 1);
+    let t = fab.topo();
+    let (s1, s2a, s2b, s3) = (fab.sw("s1"), fab.sw("s2a"), fab.sw("s2b"), fab.sw("s3"));
+    let ports = fab.net.ports;
+    let (pa, pb) = (
+        ports.of(s1).switch_ports[&s2a],
+        ports.of(s1).switch_ports[&s2b],
+    );
+    // The route to h2's rack, and the one-member group standing in for it at first.
+    let rack: Prefix = "10.0.2.0/24".parse().unwrap();
+    let state = fab.model(s1).forwarding().clone();
+    let route = *state.routes.iter().find(|r| r.prefix == rack).unwrap();
+    let members = state
+        .groups
+        .iter()
+        .find(|g| g.0 == route.group)
+        .unwrap()
+        .1
+        .clone();
+    assert_eq!(members, {
+        let mut m = vec![pa, pb];
+        m.sort_unstable();
+        m
+    });
+    let single = 100u16;
+    let set_route = |fab: &mut Packets, group: u16, size: u16, extra: Vec<Write>| {
+        let mut w = extra;
+        w.push(Write {
+            change: Change::Modify,
+            entry: Entry {
+                table: canary_switch::contract::Table::IpRoute,
+                keys: vec![Key::Lpm(rack.addr.to_u128(), u32::from(rack.len128()))],
+                args: vec![group.into(), size.into()],
+                default: false,
+            },
+        });
+        let failed = fab.rt.block_on(fab.fabric.driver_mut(s1).write_now(&w));
+        assert!(failed.is_empty(), "{failed:?}");
+        let mut st = fab.model(s1).forwarding().clone();
+        if !st.groups.iter().any(|g| g.0 == single) {
+            st.groups.push((single, vec![pa]));
+        }
+        for r in st.routes.iter_mut().filter(|r| r.prefix == rack) {
+            r.group = group;
+            r.size = size;
+        }
+        fab.net.switches[s1 as usize].set_forwarding(st);
+    };
+    let group_entry = Write {
+        change: Change::Insert,
+        entry: Entry {
+            table: canary_switch::contract::Table::EcmpGroup,
+            keys: vec![Key::Exact(single.into()), Key::Exact(0)],
+            args: vec![pa.into()],
+            default: false,
+        },
+    };
+    set_route(&mut fab, single, 1, vec![group_entry]);
+
+    let mask = fab.prep.codec.masks[s1 as usize];
+    let member_b = members.iter().position(|&p| p == pb).unwrap() as u16;
+    let goes_b = |f: &FlowId| ecmp_member(FlowHashes::of(f).c32, mask, 2) == member_b;
+    let mut moving = (4000..u16::MAX).map(udp).filter(goes_b);
     let (x, y) = (moving.next().unwrap(), moving.next().unwrap());
-    let z = (4000..u16::MAX)
-        .map(udp)
-        .find(|f| fab.sw[s1].member(f, 2) == 0)
-        .unwrap();
-    let bf_a = fab.bf_into(&x, s3);
-    for f in [x, y, z] {
-        fab.add_usm(s1, f);
-        fab.add_dsm(s3, f, bf_a);
-    }
-    let bf_b = encode_hop(fab.sw[s1].mask, fab.sw[2].mask, false);
+    let z = (4000..u16::MAX).map(udp).find(|f| !goes_b(f)).unwrap();
+    let bf_a = encode_hop(
+        fab.prep.codec.masks[s1 as usize],
+        fab.prep.codec.masks[s2a as usize],
+        false,
+    );
+    let bf_b = encode_hop(
+        fab.prep.codec.masks[s1 as usize],
+        fab.prep.codec.masks[s2b as usize],
+        false,
+    );
     assert_ne!(bf_a, bf_b, "s2a and s2b must leave different pathBFs");
-    fab.add_dsm(s3, y, bf_b);
-    fab.add_hh(s3, bf_b, 2);
+    let mut ops = Vec::new();
+    for f in [x, y, z] {
+        ops.push(RuleOp::InstallUsm {
+            switch: s1,
+            flow: f,
+        });
+        ops.push(RuleOp::InstallDsm {
+            switch: s3,
+            flow: f,
+            path_bf: bf_a,
+        });
+    }
+    ops.push(RuleOp::InstallDsm {
+        switch: s3,
+        flow: y,
+        path_bf: bf_b,
+    });
+    ops.push(RuleOp::InstallHh {
+        switch: s3,
+        path_bf: bf_b,
+        eta: 2,
+    });
+    fab.rules(&ops);
 
     for f in [x, y, z, x, y, x, z, x] {
-        fab.send(f);
+        fab.send_flow(f);
     }
-    assert_eq!(fab.sw[s3].reports, 0);
-    fab.set_route(s1, &[2, 3]);
-    assert_eq!(fab.bf_into(&x, s3), bf_b);
-    assert_eq!(fab.bf_into(&z, s3), bf_a);
+    assert_eq!(fab.model(s3).counters.hh_reports, 0);
+    set_route(&mut fab, route.group, route.size, vec![]);
     for f in [x, y, z, x, x, y, x, z, x, y] {
-        fab.send(f);
+        fab.send_flow(f);
     }
 
     // What the model says happened, so the scenario cannot pass vacuously.
-    let m = &fab.sw[s3];
-    assert_eq!(m.reports, 3, "x's 3rd..5th packets via s2b exceed eta = 2");
-    assert_eq!(m.hp.estimate(&x), 5, "x's packets via s2b went to HashPipe");
+    let m = fab.model(s3);
+    assert_eq!(
+        m.counters.hh_reports, 3,
+        "x's 3rd..5th packets via s2b exceed eta = 2"
+    );
+    assert_eq!(
+        m.hashpipe().estimate(FlowHashes::of(&x)),
+        5,
+        "x's packets via s2b went to HashPipe"
+    );
+    let (_, dsm) = m.meters_of(epoch_tag(0));
     let (hx, hy, hz) = (FlowHashes::of(&x), FlowHashes::of(&y), FlowHashes::of(&z));
     for row in 0..3 {
-        let bx = m.dsm[0].bucket(row, meter_index(hx, row, 1024));
+        let bx = dsm.bucket(row, meter_index(hx, row, 1024));
         assert_eq!((bx.count, bx.dirty), (4, false), "x's DSM row {row}");
-        let by = m.dsm[0].bucket(row, meter_index(hy, row, 1024));
+        let by = dsm.bucket(row, meter_index(hy, row, 1024));
         assert!(by.dirty, "y's DSM row {row} dirty after its path changed");
-        let bz = m.dsm[0].bucket(row, meter_index(hz, row, 1024));
+        let bz = dsm.bucket(row, meter_index(hz, row, 1024));
         assert_eq!((bz.count, bz.dirty), (4, false), "z's DSM row {row}");
     }
+    let _ = t;
     fab.verify();
 }
 
@@ -919,50 +742,75 @@ fn env_or(name: &str, default: usize) -> usize {
         .unwrap_or(default)
 }
 
-impl Fabric {
+impl Packets {
     /// Canary on (both switches monitors, USM rules at s1 and DSM rules at s2 for `monitored`,
     /// HH rules whose eta is never exceeded, so HashPipe runs for every other packet but no
-    /// digest is sent) or off (monitor = 0, mask 0, the three Canary tables cleared): the same
-    /// program, one CLI call per switch.
-    fn monitoring(&self, on: bool, monitored: &[FlowId]) {
-        let never = u32::MAX;
-        for (i, s) in self.sw.iter().enumerate() {
-            let mut c = format!(
-                "table_set_default {} {} {} {} 0\n",
-                self.n("switch_config"),
-                self.n("set_config"),
-                u8::from(on),
-                if on { s.mask } else { 0 }
-            );
-            for t in ["usm_table", "dsm_table", "hh_table"] {
-                c += &format!("table_clear {}\n", self.n(t));
-            }
-            if on {
-                let bf_in = if i == 0 { 0 } else { self.sw[0].mask };
-                c += &format!(
-                    "table_add {} {} {bf_in} => {never}\n",
-                    self.n("hh_table"),
-                    self.n("hh_watch")
-                );
-                for f in monitored {
-                    c += &if i == 0 {
-                        format!(
-                            "table_add {} {} {} =>\n",
-                            self.n("usm_table"),
-                            self.n("usm_count"),
-                            flow_keys(f)
-                        )
-                    } else {
-                        format!(
-                            "table_add {} {} {} {bf_in} =>\n",
-                            self.n("dsm_table"),
-                            self.n("dsm_hit"),
-                            flow_keys(f)
-                        )
-                    };
-                }
-            }
-            self.cli(i, &c);
+    /// digest is sent) or off (monitor 0, mask 0, no Canary rules): the same program.
+    fn monitoring(&mut self, on: bool, monitored: &[FlowId]) {
+        let (s1, s2) = (self.sw("s1"), self.sw("s2"));
+        let bf = self.prep.codec.masks[s1 as usize];
+        let mut ops = vec![
+            RuleOp::InstallHh {
+                switch: s2,
+                path_bf: bf,
+                eta: u32::MAX,
+            },
+            RuleOp::InstallHh {
+                switch: s1,
+                path_bf: 0,
+                eta: u32::MAX,
+            },
+        ];
+        for &f in monitored {
+            ops.push(RuleOp::InstallUsm {
+                switch: s1,
+                flow: f,
+            });
+            ops.push(RuleOp::InstallDsm {
+                switch: s2,
+                flow: f,
+                path_bf: bf,
+            });
+        }
+        if !on {
+            ops = ops
+                .into_iter()
+                .map(|op| match op {
+                    RuleOp::InstallHh {
+                        switch, path_bf, ..
+                    } => RuleOp::RemoveHh { switch, path_bf },
+                    RuleOp::InstallUsm { switch, flow } => RuleOp::RemoveUsm { switch, flow },
+                    RuleOp::InstallDsm {
+                        switch,
+                        flow,
+                        path_bf,
+                    } => RuleOp::RemoveDsm {
+                        switch,
+                        flow,
+                        path_bf,
+                    },
+                    other => other,
+                })
+                .collect();
+        }
+        let failed = self.rt.block_on(self.fabric.apply(&ops));
+        assert!(failed.is_empty(), "{failed:?}");
+        for s in [s1, s2] {
+            let c = SwitchConfig {
+                monitor: on,
+                mask: if on {
+                    self.prep.codec.masks[s as usize]
+                } else {
+                    0
+                },
+                epoch: epoch_tag(0),
+            };
+            let w = Write {
+                change: Change::Modify,
+                entry: entries::config(c),
+            };
+            let failed = self.rt.block_on(self.fabric.driver_mut(s).write_now(&[w]));
+            assert!(failed.is_empty(), "{failed:?}");
         }
     }
 
@@ -972,7 +820,7 @@ impl Fabric {
     fn blast(&self, frames: &[Vec<u8>], window: usize) -> (usize, f64) {
         use std::sync::atomic::{AtomicUsize, Ordering::Relaxed};
         let got = AtomicUsize::new(0);
-        let (rx, got) = (&self.rx, &got);
+        let (rx, tx, got) = (&self.hosts[1], &self.hosts[0], &got);
         let start = Instant::now();
         let last = std::thread::scope(|sc| {
             let rx = sc.spawn(move || {
@@ -997,7 +845,7 @@ impl Fabric {
                 {
                     std::thread::sleep(Duration::from_micros(20));
                 }
-                self.tx.send(fr);
+                tx.send(fr);
             }
             rx.join().unwrap()
         });
@@ -1030,10 +878,7 @@ fn bmv2_monitoring_throughput() {
     let rounds = env_or("CANARY_BENCH_ROUNDS", 15);
     let packets = env_or("CANARY_BENCH_PACKETS", 3000);
     let window = env_or("CANARY_BENCH_WINDOW", 16);
-    let Some(mut fab) = Fabric::start(
-        "bmv2_monitoring_throughput",
-        Topo::line(&[true, true], false),
-    ) else {
+    let Some(mut fab) = Packets::start("bmv2_monitoring_throughput", LINE2, None) else {
         return;
     };
     // No per-hop taps: they would copy every frame into a socket nobody reads.
@@ -1043,12 +888,13 @@ fn bmv2_monitoring_throughput() {
     let flows: Vec<FlowId> = (0..32).map(|i| udp(5000 + i)).collect();
     let monitored = &flows[..16];
     let frames: Vec<Vec<u8>> = (0..packets)
-        .map(|i| frame(&flows[i % flows.len()], i as u16))
+        .map(|i| wire::ip_frame(M, &flows[i % flows.len()], i as u16, &[0xab; 18]))
         .collect();
-    fab.rx.set_recv_buffer(8 << 20);
+    fab.hosts[1].set_recv_buffer(8 << 20);
     // Warm-up, not counted.
     fab.monitoring(true, monitored);
     fab.blast(&frames[..packets.min(2000)], window);
+    fab.monitoring(false, monitored);
 
     let (mut on, mut off, mut ratios, mut lost) = (Vec::new(), Vec::new(), Vec::new(), 0);
     eprintln!("round  config  delivered/sent  packets/s");
@@ -1062,6 +908,9 @@ fn bmv2_monitoring_throughput() {
         for monitoring in order {
             fab.monitoring(monitoring, monitored);
             let (n, pps) = fab.blast(&frames, window);
+            if monitoring {
+                fab.monitoring(false, monitored);
+            }
             let name = if monitoring { "on" } else { "off" };
             eprintln!("{round:5}  {name:6}  {n:>7}/{packets:<7}  {pps:9.0}");
             lost += packets - n;
@@ -1071,23 +920,22 @@ fn bmv2_monitoring_throughput() {
         off.push(rate[1]);
         ratios.push(rate[0] / rate[1]);
     }
-    // The "on" rounds really counted: s1's USM, s2's DSM and both HashPipes hold packets.
-    for (i, reg) in [
-        (0, "upstream_meter.parity0.row0.count_reg"),
-        (1, "downstream_meter.parity0.row0.count_reg"),
-        (0, "hashpipe.stage0.count_reg"),
-        (1, "hashpipe.stage0.count_reg"),
-    ] {
-        let name = fab.n(reg);
-        let total: u64 = fab.cli[i].borrow_mut().registers(&[&name])[&name]
-            .iter()
-            .sum();
-        assert!(
-            total > 0,
-            "{} {reg} is empty after the bench",
-            fab.sw[i].name
-        );
-    }
+    // The "on" rounds really counted: s1's USM and s2's DSM hold packets.
+    fab.monitoring(true, monitored);
+    fab.blast(&frames[..100], window);
+    let (s1, s2) = (fab.sw("s1"), fab.sw("s2"));
+    let (usm, _) = fab
+        .rt
+        .block_on(fab.fabric.peek_meters(s1, epoch_tag(0)))
+        .unwrap();
+    let (_, dsm) = fab
+        .rt
+        .block_on(fab.fabric.peek_meters(s2, epoch_tag(0)))
+        .unwrap();
+    assert!(
+        usm.occupied() > 0 && dsm.occupied() > 0,
+        "the on rounds counted nothing"
+    );
     let (mon, moff) = (median(&mut on), median(&mut off));
     let mut sorted = ratios.clone();
     let ratio = median(&mut sorted);
@@ -1100,113 +948,4 @@ fn bmv2_monitoring_throughput() {
         2 * rounds * packets
     );
     eprintln!("RESULT on/off throughput ratio (median of {rounds} rounds): {ratio:.3}");
-}
-
-// ---------------------------------------------------------------------------------------------
-// Registers
-
-const METER_FIELDS: [&str; 7] = [
-    "used", "src_addr", "dst_addr", "ports", "protocol", "dirty", "count",
-];
-
-/// Every bucket of both parity instances of the USM and DSM, and every HashPipe slot.
-fn compare_registers(cli: &mut CliSession, names: &Names, s: &ModelSwitch) {
-    for (meter, parity) in [
-        ("upstream_meter", 0),
-        ("upstream_meter", 1),
-        ("downstream_meter", 0),
-        ("downstream_meter", 1),
-    ] {
-        let dsm = meter == "downstream_meter";
-        for row in 0..3 {
-            let reg = |f: &str| {
-                names
-                    .get(&format!("{meter}.parity{parity}.row{row}.{f}_reg"))
-                    .to_string()
-            };
-            let mut fields = METER_FIELDS.to_vec();
-            if dsm {
-                fields.push("path_bf");
-            }
-            let regs: Vec<String> = fields.iter().map(|f| reg(f)).collect();
-            let refs: Vec<&str> = regs.iter().map(String::as_str).collect();
-            let v = cli.registers(&refs);
-            let at = |f: &str, col: usize| v[&reg(f)][col];
-            for col in 0..1024 {
-                let (dirty, flow, count, bf) = if dsm {
-                    let b = s.dsm[parity].bucket(row, col);
-                    (b.dirty, b.flow, b.count, b.path_bf)
-                } else {
-                    let b = s.usm[parity].bucket(row, col);
-                    (b.dirty, b.flow, b.count, 0)
-                };
-                let got = (
-                    at("used", col) == 1,
-                    at("dirty", col) == 1,
-                    at("count", col) as u32,
-                );
-                let ctx = format!("{} {meter} parity {parity} row {row} col {col}", s.name);
-                assert_eq!(
-                    got,
-                    (flow.is_some(), dirty, count),
-                    "{ctx}: used, dirty, count"
-                );
-                if let Some(f) = flow {
-                    let key = (
-                        at("src_addr", col),
-                        at("dst_addr", col),
-                        at("ports", col),
-                        at("protocol", col),
-                    );
-                    let want = (
-                        u64::from(f.src.as_v4().unwrap()),
-                        u64::from(f.dst.as_v4().unwrap()),
-                        u64::from(f.sport) << 16 | u64::from(f.dport),
-                        u64::from(f.proto),
-                    );
-                    assert_eq!(key, want, "{ctx}: flow ID");
-                    if dsm {
-                        assert_eq!(at("path_bf", col), u64::from(bf), "{ctx}: pathBF");
-                    }
-                }
-            }
-        }
-    }
-    let model: HashMap<(usize, usize), (FlowId, u32)> =
-        s.hp.entries()
-            .map(|(st, i, f, c)| ((st, i), (f, c)))
-            .collect();
-    for stage in 0..3 {
-        let reg = |f: &str| {
-            names
-                .get(&format!("hashpipe.stage{stage}.{f}_reg"))
-                .to_string()
-        };
-        let regs: Vec<String> = ["src_addr", "dst_addr", "ports", "protocol", "count"]
-            .iter()
-            .map(|f| reg(f))
-            .collect();
-        let refs: Vec<&str> = regs.iter().map(String::as_str).collect();
-        let v = cli.registers(&refs);
-        for (i, &count) in v[&reg("count")].iter().enumerate() {
-            let count = count as u32;
-            let got = (count != 0).then(|| {
-                let ports = v[&reg("ports")][i] as u32;
-                let f = FlowId::v4(
-                    v[&reg("src_addr")][i] as u32,
-                    v[&reg("dst_addr")][i] as u32,
-                    v[&reg("protocol")][i] as u8,
-                    (ports >> 16) as u16,
-                    ports as u16,
-                );
-                (f, count)
-            });
-            assert_eq!(
-                got,
-                model.get(&(stage, i)).copied(),
-                "{} HashPipe stage {stage} entry {i}",
-                s.name
-            );
-        }
-    }
 }

@@ -1,6 +1,6 @@
-//! The BMv2 `Fabric` driven step by step against real switches (two-switch line), for the
-//! failure modes an epoch loop cannot show on its own: a harvest slower than its deadline, a
-//! digest flood, and a counter that wraps.
+//! The generic fabric over BMv2 drivers, driven step by step against real switches (two-switch
+//! line), for the failure modes an epoch loop cannot show on its own: a harvest slower than its
+//! deadline, a digest flood, and a counter that wraps.
 //!
 //! Needs root, p4c and BMv2 (`sudo -E cargo test -p canary --test fabric_bmv2`); each test
 //! prints `SKIP: ...` and passes when something is missing.
@@ -11,17 +11,21 @@ mod fabric_lab;
 use bmv2::RawSocket;
 use canary::setup::{load_topology, prepare, Prepared};
 use canary_core::detect::minus_meters;
-use canary_core::fabric::{Fabric, MeterSnapshot, Parity, RuleOp};
+use canary_core::fabric::{Fabric, MeterSnapshot, RuleOp};
+use canary_core::model::epoch_tag;
 use canary_core::pathbf::PathBfParams;
 use canary_core::sketch::FlowHashes;
 use canary_core::FlowId;
-use canary_switch::bmv2_fabric::{Bmv2Fabric, Bmv2Options};
-use canary_switch::bmv2_meters::MeterLayout;
 use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
+use canary_switch::contract::MeterRegisters;
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
+use canary_switch::fabric::{FabricOptions, SwitchFabric};
 use canary_switch::p4info::P4InfoIndex;
-use canary_switch::switches::SwitchesFile;
+use canary_switch::rule_ids::RuleKey;
+use canary_switch::switches::{port_map, SwitchesFile};
 use fabric_lab::{udp_frame, FabricLab, THRIFT_BASE};
 use std::future::Future;
+use std::sync::Arc;
 use std::time::Duration;
 
 struct Line {
@@ -64,23 +68,36 @@ fn line() -> Option<Line> {
 }
 
 impl Line {
-    fn fabric(&self, opts: Bmv2Options) -> Bmv2Fabric {
+    fn program(&self) -> Arc<Bmv2Program> {
+        let p4info = P4InfoIndex::load(&self.lab.p4dir.join("canary.p4info.bin")).unwrap();
+        let json = std::fs::read(self.lab.p4dir.join("canary.json")).unwrap();
+        Arc::new(Bmv2Program::new(p4info, json).unwrap())
+    }
+
+    fn fabric(&self, opts: Bmv2Options) -> SwitchFabric<Bmv2Driver> {
         let path = self.lab.switches_yaml.display().to_string();
         let bound = SwitchesFile::load(&path)
             .unwrap()
             .bind(&path, &self.prep.topo)
             .unwrap();
-        let p4info = P4InfoIndex::load(&self.lab.p4dir.join("canary.p4info.bin")).unwrap();
-        let json = std::fs::read(self.lab.p4dir.join("canary.json")).unwrap();
-        Bmv2Fabric::new(
-            self.prep.topo.clone(),
-            bound,
-            p4info,
-            json,
-            self.prep.codec.masks.clone(),
-            opts,
+        let ports = port_map(&bound);
+        let prog = self.program();
+        let topo = &self.prep.topo;
+        let drivers = bound
+            .into_iter()
+            .map(|b| {
+                let monitor = topo.switches[b.ix as usize].monitor;
+                Bmv2Driver::new(b, monitor, prog.clone(), opts.clone())
+            })
+            .collect();
+        SwitchFabric::new(
+            topo,
+            &ports,
+            &self.prep.codec.masks,
+            drivers,
+            prog.program.capacity(),
+            FabricOptions::default(),
         )
-        .unwrap()
     }
 
     fn send(&self, flow: &FlowId, n: u16) {
@@ -143,7 +160,7 @@ fn dsm_count(snaps: &[MeterSnapshot], s: u32, f: &FlowId) -> Option<u32> {
 }
 
 /// Rules that count `f` from `s1` (USM) to `s2` (DSM, packets arriving with `bf`).
-async fn monitor(fabric: &mut Bmv2Fabric, f: FlowId, s1: u32, s2: u32, bf: u32) {
+async fn monitor(fabric: &mut SwitchFabric<Bmv2Driver>, f: FlowId, s1: u32, s2: u32, bf: u32) {
     let failed = fabric
         .apply(&[
             RuleOp::InstallUsm {
@@ -162,9 +179,9 @@ async fn monitor(fabric: &mut Bmv2Fabric, f: FlowId, s1: u32, s2: u32, bf: u32) 
 
 const SETTLE: Duration = Duration::from_millis(400);
 
-/// A harvest that misses its deadline skips that epoch for the switch, and the instance it was
-/// reading is cleared before it counts again: the next epoch in that parity holds only its own
-/// packets, never the skipped epoch's.
+/// A harvest that misses its deadline skips that epoch for the switch, and nothing needs
+/// repair: the next epoch in that parity holds only its own packets, never the skipped epoch's
+/// (its buckets carry the other epoch's tag).
 #[test]
 fn late_harvest_is_skipped_and_never_mixed_into_the_next_epoch() {
     let Some(line) = line() else { return };
@@ -179,35 +196,23 @@ fn late_harvest_is_skipped_and_never_mixed_into_the_next_epoch() {
         // Epoch A (even): 30 packets; its harvest misses a deadline no switch can meet.
         l.send(&f, 30);
         tokio::time::sleep(SETTLE).await;
-        assert!(fabric
-            .set_parity(Parity::Odd)
-            .await
-            .iter()
-            .all(|r| r.1.is_ok()));
+        assert!(fabric.set_epoch(1).await.iter().all(|r| r.1.is_ok()));
         tokio::time::sleep(SETTLE).await;
         fabric.set_harvest_deadline(Duration::from_micros(1));
-        let late = fabric.harvest(Parity::Even).await;
+        let late = fabric.harvest(0).await;
         fabric.set_harvest_deadline(Duration::from_secs(5));
         // Epoch B (odd): 20 packets, harvested normally.
         l.send(&f, 20);
         tokio::time::sleep(SETTLE).await;
-        assert!(fabric
-            .set_parity(Parity::Even)
-            .await
-            .iter()
-            .all(|r| r.1.is_ok()));
+        assert!(fabric.set_epoch(2).await.iter().all(|r| r.1.is_ok()));
         tokio::time::sleep(SETTLE).await;
-        let odd = fabric.harvest(Parity::Odd).await;
+        let odd = fabric.harvest(1).await;
         // Epoch C (even again): 10 packets.
         l.send(&f, 10);
         tokio::time::sleep(SETTLE).await;
-        assert!(fabric
-            .set_parity(Parity::Odd)
-            .await
-            .iter()
-            .all(|r| r.1.is_ok()));
+        assert!(fabric.set_epoch(3).await.iter().all(|r| r.1.is_ok()));
         tokio::time::sleep(SETTLE).await;
-        let even = fabric.harvest(Parity::Even).await;
+        let even = fabric.harvest(2).await;
         (late, odd, even)
     });
     for (s, r) in &late {
@@ -265,7 +270,7 @@ fn digest_flood_is_rate_limited_and_counted() {
         let reports = fabric.take_reports().await;
         let counters = fabric.counters.clone();
         // Still in control: a flip works after the flood.
-        let after = fabric.set_parity(Parity::Odd).await;
+        let after = fabric.set_epoch(1).await;
         (reports, counters, after)
     });
     eprintln!(
@@ -288,37 +293,34 @@ fn digest_flood_is_rate_limited_and_counted() {
 }
 
 /// 32-bit packet counters wrap; loss is their difference modulo 2^32. Buckets preloaded just
-/// below the wrap on both switches, then 10 packets: the USM wraps to 5 and the DSM, 3 behind,
-/// to 2; detection reads 3 lost, not four billion.
+/// below the wrap on both switches (epoch 0's tag, the rules' IDs), then 10 packets: the USM
+/// wraps to 5 and the DSM, 3 behind, to 2; detection reads 3 lost, not four billion.
 #[test]
 fn wrapping_counters_give_the_true_difference() {
     let Some(line) = line() else { return };
     let f = flow(4100);
     let (s1, s2, bf) = (line.s1, line.s2, line.bf);
     let mut fabric = line.fabric(Bmv2Options::default());
-    let p4info = P4InfoIndex::load(&line.lab.p4dir.join("canary.p4info.bin")).unwrap();
-    let layout = MeterLayout::from_p4info(&p4info.info).unwrap();
+    let layout = line.program().program.meters.clone();
     let line = std::sync::Arc::new(line);
     let l = line.clone();
     let snap = line.in_fabric(async move {
         fabric.connect(Duration::from_secs(20)).await.unwrap();
         monitor(&mut fabric, f, s1, s2, bf).await;
         let (ns1, ns2) = (s1, s2);
+        let id1 = fabric.rule_ids(s1).id_of(&RuleKey::Usm(f)).unwrap();
+        let id2 = fabric.rule_ids(s2).id_of(&RuleKey::Dsm(f, bf)).unwrap();
         tokio::task::spawn_blocking(move || {
-            preload(&layout, ns1, false, &f, 0, u32::MAX - 4);
-            preload(&layout, ns2, true, &f, bf, u32::MAX - 7);
+            preload(&layout, ns1, false, &f, id1, u32::MAX - 4);
+            preload(&layout, ns2, true, &f, id2, u32::MAX - 7);
         })
         .await
         .unwrap();
         l.send(&f, 10);
         tokio::time::sleep(SETTLE).await;
-        assert!(fabric
-            .set_parity(Parity::Odd)
-            .await
-            .iter()
-            .all(|r| r.1.is_ok()));
+        assert!(fabric.set_epoch(1).await.iter().all(|r| r.1.is_ok()));
         tokio::time::sleep(SETTLE).await;
-        fabric.harvest(Parity::Even).await
+        fabric.harvest(0).await
     });
     let snaps_ok: Vec<MeterSnapshot> = snap
         .into_iter()
@@ -336,51 +338,30 @@ fn wrapping_counters_give_the_true_difference() {
     assert_eq!(det.anomalies.negative_loss, 0);
 }
 
-/// Writes `f`'s buckets (every row) of the even USM (or DSM) of switch `s` as if `count`
-/// packets had been counted.
-fn preload(layout: &MeterLayout, s: u32, dsm: bool, f: &FlowId, bf: u32, count: u32) {
+/// Writes `f`'s buckets (every row) of switch `s`'s USM (or DSM) in epoch 0 as if `count`
+/// packets of the rule with ID `id` had been counted.
+fn preload(layout: &MeterRegisters, s: u32, dsm: bool, f: &FlowId, id: u32, count: u32) {
     let mut t = ThriftClient::connect(
         format!("s{s}"),
         format!("127.0.0.1:{}", THRIFT_BASE + s as u16),
         Timeouts::default(),
     )
     .unwrap();
-    let cfg = if dsm {
-        layout.dsm_config()
-    } else {
-        layout.usm_config()
-    };
+    let cfg = layout.config();
     let h = FlowHashes::of(f);
-    let meter = if dsm {
-        "downstream_meter"
-    } else {
-        "upstream_meter"
-    };
-    for row in 0..cfg.rows {
-        let col = canary_core::sketch::meter_index(h, row, cfg.width) as i32;
-        let mut fields: Vec<(&str, i64)> = vec![
-            ("used", 1),
-            ("src_addr", i64::from(f.src.as_v4().unwrap())),
-            ("dst_addr", i64::from(f.dst.as_v4().unwrap())),
-            ("ports", i64::from(f.sport) << 16 | i64::from(f.dport)),
-            ("protocol", i64::from(f.proto)),
-            ("dirty", 0),
-            ("count", i64::from(count)),
-        ];
-        if dsm {
-            fields.push(("path_bf", i64::from(bf)));
-        }
-        for (field, v) in fields {
-            let name = layout
-                .meter_names(Parity::Even)
-                .iter()
-                .find(|n| {
-                    n.contains(&format!("{meter}.parity0.row{row}."))
-                        && n.ends_with(&format!(".{field}_reg"))
-                })
-                .unwrap_or_else(|| panic!("register {meter} row {row} {field}"))
-                .clone();
-            t.register_write(0, &name, col, v).unwrap();
-        }
+    let rows = if dsm { &layout.dsm } else { &layout.usm };
+    let tag = u64::from(epoch_tag(0));
+    for (r, row) in rows.iter().enumerate() {
+        // Epoch 0's parity (even): the first half of each register.
+        let col = canary_core::sketch::meter_index(h, r, cfg.width) as i32;
+        t.register_write(
+            CXT_ID,
+            &row.id.name,
+            col,
+            (tag << 32 | u64::from(id)) as i64,
+        )
+        .unwrap();
+        t.register_write(CXT_ID, &row.count.name, col, i64::from(count))
+            .unwrap();
     }
 }

@@ -617,12 +617,9 @@ impl<D: SwitchDriver> SwitchFabric<D> {
         failed
     }
 
-    /// Meters of `epoch` of every monitor, without the harvest's side effects: for tests.
-    pub async fn peek_meters(
-        &mut self,
-        s: SwitchIx,
-        epoch: u64,
-    ) -> Result<(Usm, Dsm), SwitchError> {
+    /// The meters switch `s` holds for the epoch with tag `tag`, read without the harvest's
+    /// side effects: for tests.
+    pub async fn peek_meters(&mut self, s: SwitchIx, tag: u16) -> Result<(Usm, Dsm), SwitchError> {
         let slot = &mut self.slots[s as usize];
         let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
         let layout = slot
@@ -633,7 +630,7 @@ impl<D: SwitchDriver> SwitchFabric<D> {
             .clone();
         let decoded = pipes
             .iter()
-            .map(|c| meters::decode(&layout, c, epoch_tag(epoch), &slot.ids, slot.driver.name()))
+            .map(|c| meters::decode(&layout, c, tag, &slot.ids, slot.driver.name()))
             .collect::<Result<Vec<_>, _>>()
             .map_err(|e| SwitchError::Other(e.to_string()))?;
         let d = meters::merge_pipes(decoded);

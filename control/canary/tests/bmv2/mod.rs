@@ -133,6 +133,15 @@ impl Lab {
         ns
     }
 
+    /// A new namespace `{tag}{name}` as a host's: IPv6 on.
+    pub fn netns_v6(&mut self, name: &str) -> String {
+        let ns = format!("{}{name}", self.tag);
+        run(Command::new("ip").args(["netns", "add", &ns]));
+        self.namespaces.push(ns.clone());
+        run(Command::new("ip").args(["-n", &ns, "link", "set", "lo", "up"]));
+        ns
+    }
+
     /// A veth pair `a` in `ns_a` and `b` in `ns_b`, both up.
     pub fn veth(&self, ns_a: &str, a: &str, ns_b: &str, b: &str) {
         run(Command::new("ip").args([
@@ -141,6 +150,13 @@ impl Lab {
         for (ns, i) in [(ns_a, a), (ns_b, b)] {
             run(Command::new("ip").args(["-n", ns, "link", "set", i, "up"]));
         }
+    }
+
+    /// Sets the MTU of interface `iface` in `ns`.
+    pub fn mtu(&self, ns: &str, iface: &str, mtu: u32) {
+        run(Command::new("ip")
+            .args(["-n", ns, "link", "set", "dev", iface, "mtu"])
+            .arg(mtu.to_string()));
     }
 
     /// Starts simple_switch_grpc in `ns` with bmv2/run-switch.sh and waits for its Thrift port.

@@ -20,6 +20,9 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub const GRPC_BASE: u16 = 50100;
+/// MTU of links between switches: a host's 1500-byte frame gains the 8-byte shim inside the
+/// fabric (docs/dataplane.md, "MTU").
+pub const FABRIC_MTU: u32 = 9000;
 pub const THRIFT_BASE: u16 = 9100;
 
 pub struct FabricLab {
@@ -75,9 +78,27 @@ fn sh(cmd: &mut Command) {
     );
 }
 
+/// How a lab is built.
+#[derive(Clone, Debug, Default)]
+pub struct LabOptions {
+    /// The directed link whose frames the test carries itself (so it can hold them in flight):
+    /// its two ends are joined through a namespace `{tag}relay` with veths `rin` (from the
+    /// link's first switch) and `rout` (to its second).
+    pub relay: Option<(SwitchIx, SwitchIx)>,
+    /// Hosts as a user leaves them: IPv6 on (with the topology's IPv6 address), ARP on. Off,
+    /// they say nothing of their own (packet tests send crafted frames only).
+    pub live_hosts: bool,
+}
+
 impl FabricLab {
-    /// Builds the namespaces, links and switches of `topo` (switches started, not configured).
+    /// Builds the namespaces, links and switches of `topo` (switches started, not configured),
+    /// hosts that speak only when the test makes them.
     pub fn new(topo: Topology) -> Self {
+        Self::with(topo, LabOptions::default())
+    }
+
+    /// [`FabricLab::new`] with options.
+    pub fn with(topo: Topology, opts: LabOptions) -> Self {
         let serial = Serial::take();
         let mut lab = Lab::new();
         let p4dir = lab.dir.path().join("p4");
@@ -99,7 +120,11 @@ impl FabricLab {
         for (h, host) in topo.hosts.iter().enumerate() {
             let s = host.switch as usize;
             let iface = take(s, &host.name, &mut ports);
-            let ns = lab.netns(&format!("h{h}"));
+            let ns = if opts.live_hosts {
+                lab.netns_v6(&format!("h{h}"))
+            } else {
+                lab.netns(&format!("h{h}"))
+            };
             lab.veth(&fab, &iface, &ns, "eth0");
             let ip = canary_core::topo::ipv4(host.addr);
             sh(Command::new("ip").args([
@@ -111,6 +136,19 @@ impl FabricLab {
                 "dev",
                 "eth0",
             ]));
+            if opts.live_hosts {
+                let ip6 = std::net::Ipv6Addr::from(host.addr6);
+                sh(Command::new("ip").args([
+                    "-n",
+                    &ns,
+                    "addr",
+                    "add",
+                    &format!("{ip6}/16"),
+                    "dev",
+                    "eth0",
+                    "nodad",
+                ]));
+            }
             hosts.push((ns, host.addr));
         }
         let mut link_iface = BTreeMap::new();
@@ -118,7 +156,28 @@ impl FabricLab {
             let (a, b) = (l.from as usize, l.to as usize);
             let ia = take(a, topo.name_of(l.to), &mut ports);
             let ib = take(b, topo.name_of(l.from), &mut ports);
-            lab.veth(&fab, &ia, &fab, &ib);
+            if opts.relay == Some((l.from, l.to)) || opts.relay == Some((l.to, l.from)) {
+                let r = lab.netns("relay");
+                let (first, second) = if opts.relay == Some((l.from, l.to)) {
+                    (&ia, &ib)
+                } else {
+                    (&ib, &ia)
+                };
+                lab.veth(&fab, first, &r, "rin");
+                lab.veth(&r, "rout", &fab, second);
+                for (ns, i) in [
+                    (&fab, first),
+                    (&r, &"rin".to_string()),
+                    (&r, &"rout".to_string()),
+                    (&fab, second),
+                ] {
+                    lab.mtu(ns, i, FABRIC_MTU);
+                }
+            } else {
+                lab.veth(&fab, &ia, &fab, &ib);
+                lab.mtu(&fab, &ia, FABRIC_MTU);
+                lab.mtu(&fab, &ib, FABRIC_MTU);
+            }
             link_iface.insert((l.from, l.to), ia);
             link_iface.insert((l.to, l.from), ib);
         }

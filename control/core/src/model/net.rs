@@ -21,6 +21,13 @@ pub enum Event {
     NoRoute { switch: SwitchIx },
     /// `switch` sent an HH digest for it.
     Digest { switch: SwitchIx, digest: Digest },
+    /// The frame left `switch` by `port`, the held port: in flight until released with
+    /// [`Net::arrive`] at the far end.
+    Held {
+        switch: SwitchIx,
+        port: u32,
+        frame: Vec<u8>,
+    },
 }
 
 /// Switch models wired as the topology and its port map say.
@@ -28,6 +35,8 @@ pub struct Net<'t> {
     pub topo: &'t Topology,
     pub ports: &'t PortMap,
     pub switches: Vec<SwitchModel>,
+    /// Frames leaving this switch by this port stop there ([`Event::Held`]).
+    pub hold: Option<(SwitchIx, u32)>,
 }
 
 /// Hops a frame may take before the walk gives up (a flood on a loop would never end).
@@ -40,6 +49,7 @@ impl<'t> Net<'t> {
             topo,
             ports,
             switches,
+            hold: None,
         }
     }
 
@@ -50,6 +60,19 @@ impl<'t> Net<'t> {
         let port = self.ports.of(h.switch).host_ports[&host];
         let mut events = Vec::new();
         self.arrive(h.switch, port, frame.to_vec(), 0, &mut events);
+        events
+    }
+
+    /// A held frame (left `switch` by `port`) arrives at the far end, and everything it leads to.
+    pub fn release(&mut self, switch: SwitchIx, port: u32, frame: Vec<u8>) -> Vec<Event> {
+        let next = self
+            .ports
+            .of(switch)
+            .neighbor(port)
+            .expect("a held port faces a switch");
+        let back = self.ports.of(next).switch_ports[&switch];
+        let mut events = Vec::new();
+        self.arrive(next, back, frame, 0, &mut events);
         events
     }
 
@@ -96,6 +119,12 @@ impl<'t> Net<'t> {
             let ports = self.ports.of(switch);
             if let Some(host) = ports.host(port) {
                 events.push(Event::Delivered { host, frame: out });
+            } else if self.hold == Some((switch, port)) {
+                events.push(Event::Held {
+                    switch,
+                    port,
+                    frame: out,
+                });
             } else if let Some(next) = ports.neighbor(port) {
                 events.push(Event::Link {
                     switch,

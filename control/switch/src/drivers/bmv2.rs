@@ -239,6 +239,34 @@ fn read_cells(
     Ok(vec![cells])
 }
 
+impl Bmv2Driver {
+    /// Packets counted in cell `index` of the indirect counter `counter_id` (P4Runtime read).
+    pub async fn read_counter(&mut self, counter_id: u32, index: i64) -> Result<u64, DriverError> {
+        use bfrt_proto::p4rt::{entity, CounterEntry, Entity, Index};
+        let e = Entity {
+            entity: Some(entity::Entity::CounterEntry(CounterEntry {
+                counter_id,
+                index: Some(Index { index }),
+                data: None,
+            })),
+        };
+        let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
+        match got.first().and_then(|e| e.entity.as_ref()) {
+            Some(entity::Entity::CounterEntry(c)) => {
+                Ok(c.data.as_ref().map_or(0, |d| d.packet_count.max(0) as u64))
+            }
+            _ => Err(DriverError::Refused(format!(
+                "counter {counter_id}[{index}]: no counter entry in the answer"
+            ))),
+        }
+    }
+
+    /// Writes `writes` straight to this switch (tests that program one switch by hand).
+    pub async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        self.write(writes).await
+    }
+}
+
 impl SwitchDriver for Bmv2Driver {
     fn name(&self) -> &str {
         &self.bound.name
