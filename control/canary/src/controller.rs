@@ -9,14 +9,16 @@
 //! 5. localize (multi-stage CD over sub-problems in parallel);
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
-use crate::report::{EpochReport, LinkReport, Phases, RuleCounts, SegmentReport, SwitchEvent};
+use crate::report::{
+    EpochReport, LinkReport, Phases, RuleCounts, SegmentReport, SwitchEvent, TableFull,
+};
 use canary_core::detect::{
     minus_meters, observations, EpochDetection, Observations, SegmentCount, Window, WindowCount,
 };
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::select::{FlowSelector, SelectionParams, SelectionStats};
+use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
@@ -99,8 +101,11 @@ impl Controller {
         self.topo.monitors().collect()
     }
 
-    /// Starts epoch 0: every monitor counts in it and every segment asks for flows.
+    /// Starts epoch 0: every monitor counts in it and every segment asks for flows, within what
+    /// the switches' tables hold.
     pub async fn start<F: Fabric>(&mut self, fabric: &mut F) {
+        self.selector
+            .set_capacity(RuleCapacity::of(&fabric.capacity()));
         let _ = fabric.set_epoch(self.epoch).await;
         let all: HashSet<SwitchIx> = self.topo.monitors().collect();
         let ops = self
@@ -272,6 +277,17 @@ impl Controller {
                 .collect(),
             segments_skipped,
             drain_ms: ms(drain),
+            tables_full: self
+                .selector
+                .take_full()
+                .into_iter()
+                .map(|(f, refused)| TableFull {
+                    switch: self.topo.name_of(f.switch).to_string(),
+                    table: f.table.to_string(),
+                    size: f.size,
+                    refused,
+                })
+                .collect(),
             phases_ms: Phases {
                 harvest: ms(harvest),
                 detect: ms(detect),
@@ -385,6 +401,7 @@ fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
         hh_rules_removed: a.hh_rules_removed - b.hh_rules_removed,
         reports: a.reports - b.reports,
         reports_ignored: a.reports_ignored - b.reports_ignored,
+        refused_full: a.refused_full - b.refused_full,
     }
 }
 

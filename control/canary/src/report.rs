@@ -43,7 +43,21 @@ pub struct EpochReport {
     /// The wait between this epoch's flip and its harvest (raised while packets arrive late).
     #[serde(default)]
     pub drain_ms: f64,
+    /// Switch tables that were full when flow selection wanted a rule in them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tables_full: Vec<TableFull>,
     pub phases_ms: Phases,
+}
+
+/// A switch table flow selection found full this epoch.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct TableFull {
+    pub switch: String,
+    pub table: String,
+    /// Entries it holds (the program's size).
+    pub size: usize,
+    /// Rules selection wanted there and did without.
+    pub refused: u32,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -145,6 +159,13 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     }
     for d in &r.disturbed {
         let _ = writeln!(s, "  ! {}: {}", d.switch, d.detail);
+    }
+    for f in &r.tables_full {
+        let _ = writeln!(
+            s,
+            "  ! {}: {} full ({} rules): {} refused, the segments furthest short of α/β kept",
+            f.switch, f.table, f.size, f.refused
+        );
     }
     if r.segments_skipped > 0 {
         let _ = writeln!(

@@ -18,6 +18,11 @@
 //!   short halves its η (down to 0, the paper's "random flows" setting). Heavy flows crossing a
 //!   very lossy link reach the downstream HashPipe thinned out and would otherwise never pass
 //!   η, leaving the worst segments unobserved. η returns to its base with the next new rule.
+//! * Switch memory ([`RuleCapacity`], read from the program): no rule is asked for that a
+//!   switch's table cannot hold. When tables run short, the segments furthest short of α and β
+//!   come first: HH rules are given out, and reports taken, in order of the segment's shortfall
+//!   (`1 - sent/α` plus `1 - flows/β`, each at least 0, from the last epoch). What was refused is
+//!   said ([`FlowSelector::take_full`]).
 
 use crate::detect::EpochDetection;
 use crate::fabric::{HhReport, RuleOp};
@@ -84,6 +89,43 @@ pub struct SelectionStats {
     pub hh_rules_removed: u32,
     pub reports: u32,
     pub reports_ignored: u32,
+    /// Reports and HH rules refused because a switch's table was full.
+    #[serde(default)]
+    pub refused_full: u32,
+}
+
+/// Rules one switch's tables hold (`usm_table`, `dsm_table`, `hh_table`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RuleCapacity {
+    pub usm: usize,
+    pub dsm: usize,
+    pub hh: usize,
+}
+
+impl RuleCapacity {
+    /// No limit.
+    pub const UNLIMITED: RuleCapacity = RuleCapacity {
+        usm: usize::MAX,
+        dsm: usize::MAX,
+        hh: usize::MAX,
+    };
+
+    pub fn of(c: &crate::capacity::Capacity) -> Self {
+        RuleCapacity {
+            usm: c.usm_rules,
+            dsm: c.dsm_rules,
+            hh: c.hh_rules,
+        }
+    }
+}
+
+/// A table that was full when selection wanted a rule in it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
+pub struct FullTable {
+    pub switch: SwitchIx,
+    /// `usm_table`, `dsm_table` or `hh_table`.
+    pub table: &'static str,
+    pub size: usize,
 }
 
 #[derive(Clone, Debug)]
@@ -100,11 +142,28 @@ pub struct FlowSelector {
     /// Active HH rules by segment.
     hh: HashMap<SegmentId, HhRule>,
     deferred: Vec<RuleOp>,
+    capacity: RuleCapacity,
+    /// Rules per switch: (USM, DSM, HH), as the selector has asked for them (DSM removals held
+    /// back still count: the rule is still there).
+    usage: HashMap<SwitchIx, [usize; 3]>,
+    /// How short each segment was of α and β at the last epoch (0: not short).
+    shortfall: HashMap<SegmentId, f64>,
+    full: std::collections::BTreeMap<FullTable, u32>,
     pub stats: SelectionStats,
 }
 
+const USM: usize = 0;
+const DSM: usize = 1;
+const HH: usize = 2;
+const TABLES: [&str; 3] = ["usm_table", "dsm_table", "hh_table"];
+
 impl FlowSelector {
     pub fn new(params: SelectionParams) -> Self {
+        Self::with_capacity(params, RuleCapacity::UNLIMITED)
+    }
+
+    /// A selector that never asks a switch for more rules than `capacity`.
+    pub fn with_capacity(params: SelectionParams, capacity: RuleCapacity) -> Self {
         Self {
             params,
             flows: HashMap::new(),
@@ -112,7 +171,71 @@ impl FlowSelector {
             per_segment: HashMap::new(),
             hh: HashMap::new(),
             deferred: Vec::new(),
+            capacity,
+            usage: HashMap::new(),
+            shortfall: HashMap::new(),
+            full: Default::default(),
             stats: SelectionStats::default(),
+        }
+    }
+
+    /// From now on, never asks a switch for more rules than `capacity`.
+    pub fn set_capacity(&mut self, capacity: RuleCapacity) {
+        self.capacity = capacity;
+    }
+
+    fn cap(&self, table: usize) -> usize {
+        [self.capacity.usm, self.capacity.dsm, self.capacity.hh][table]
+    }
+
+    /// Whether `switch`'s `table` has room for one more rule; notes it full otherwise.
+    fn room(&mut self, switch: SwitchIx, table: usize) -> bool {
+        let used = self.usage.get(&switch).map_or(0, |u| u[table]);
+        let size = self.cap(table);
+        if used < size {
+            return true;
+        }
+        *self
+            .full
+            .entry(FullTable {
+                switch,
+                table: TABLES[table],
+                size,
+            })
+            .or_default() += 1;
+        false
+    }
+
+    fn used(&mut self, switch: SwitchIx, table: usize, delta: isize) {
+        let u = &mut self.usage.entry(switch).or_default()[table];
+        *u = u.checked_add_signed(delta).expect("rule counts stay >= 0");
+    }
+
+    /// Rules per switch and table, as asked for.
+    pub fn usage(&self, switch: SwitchIx) -> [usize; 3] {
+        self.usage.get(&switch).copied().unwrap_or_default()
+    }
+
+    /// Tables that were full since the last call, with how many rules they refused.
+    pub fn take_full(&mut self) -> Vec<(FullTable, u32)> {
+        std::mem::take(&mut self.full).into_iter().collect()
+    }
+
+    /// The rule changes `ops` were applied or given up: keep the per-switch counts (DSM removals
+    /// the controller takes from [`FlowSelector::take_deferred`] count when taken).
+    fn count_ops(&mut self, ops: &[RuleOp]) {
+        for op in ops {
+            let (table, delta) = match op {
+                RuleOp::InstallUsm { .. } => (USM, 1),
+                RuleOp::RemoveUsm { .. } => (USM, -1),
+                RuleOp::InstallDsm { .. } => (DSM, 1),
+                RuleOp::RemoveDsm { .. } => (DSM, -1),
+                RuleOp::InstallHh { .. } => (HH, 0),
+                RuleOp::RemoveHh { .. } => (HH, -1),
+            };
+            if delta != 0 {
+                self.used(op.switch(), table, delta);
+            }
         }
     }
 
@@ -165,7 +288,9 @@ impl FlowSelector {
 
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
-        std::mem::take(&mut self.deferred)
+        let ops = std::mem::take(&mut self.deferred);
+        self.count_ops(&ops);
+        ops
     }
 
     /// HH reports → DSM then USM rules; HH rules removed once δ flows are selected.
@@ -176,9 +301,23 @@ impl FlowSelector {
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
-        for r in reports {
+        // The segments furthest short first: they get the table space there is.
+        let mut decoded: Vec<(&HhReport, Option<SegmentId>)> = reports
+            .iter()
+            .map(|r| match codec.decode(r.switch, r.path_bf) {
+                Decoded::Segment(seg) => (r, Some(seg)),
+                _ => (r, None),
+            })
+            .collect();
+        let short = |s: &Option<SegmentId>| {
+            s.and_then(|s| self.shortfall.get(&s))
+                .copied()
+                .unwrap_or(0.0)
+        };
+        decoded.sort_by(|a, b| short(&b.1).total_cmp(&short(&a.1)));
+        for (r, seg) in decoded {
             self.stats.reports += 1;
-            let Decoded::Segment(seg) = codec.decode(r.switch, r.path_bf) else {
+            let Some(seg) = seg else {
                 self.stats.reports_ignored += 1;
                 continue;
             };
@@ -189,6 +328,11 @@ impl FlowSelector {
                 continue;
             }
             let s = segments.get(seg);
+            let new_usm = !self.usm_users.contains_key(&(s.upstream(), r.flow));
+            if !self.room(s.downstream(), DSM) || (new_usm && !self.room(s.upstream(), USM)) {
+                self.stats.refused_full += 1;
+                continue;
+            }
             let m = Monitored {
                 segment: seg,
                 upstream: s.upstream(),
@@ -201,6 +345,7 @@ impl FlowSelector {
                 flow: r.flow,
                 path_bf: m.path_bf,
             });
+            self.used(m.downstream, DSM, 1);
             let users = self.usm_users.entry((m.upstream, r.flow)).or_default();
             *users += 1;
             if *users == 1 {
@@ -208,6 +353,7 @@ impl FlowSelector {
                     switch: m.upstream,
                     flow: r.flow,
                 });
+                self.used(m.upstream, USM, 1);
             }
             self.flows.insert((r.flow, seg), m);
             *self.per_segment.entry(seg).or_default() += 1;
@@ -221,6 +367,7 @@ impl FlowSelector {
                     switch: s.downstream(),
                     path_bf: r.path_bf,
                 });
+                self.used(s.downstream(), HH, -1);
                 self.stats.hh_rules_removed += 1;
             }
         }
@@ -260,6 +407,7 @@ impl FlowSelector {
                     switch: m.upstream,
                     flow,
                 });
+                self.used(m.upstream, USM, -1);
             }
             self.deferred.push(RuleOp::RemoveDsm {
                 switch: m.downstream,
@@ -272,11 +420,31 @@ impl FlowSelector {
                 .expect("counted on insert") -= 1;
             self.stats.flows_retired += 1;
         }
+        // How short every answered segment is; the furthest short are served first.
+        let (alpha, beta) = (
+            self.params.alpha.max(1) as f64,
+            self.params.beta.max(1) as f64,
+        );
+        self.shortfall.clear();
+        let mut order: Vec<(f64, usize)> = Vec::new();
         for (i, seg) in segments.list.iter().enumerate() {
-            let id = i as SegmentId;
             if !answered.contains(&seg.downstream()) {
                 continue;
             }
+            let c = det
+                .segments
+                .get(&(i as SegmentId))
+                .copied()
+                .unwrap_or_default();
+            let by =
+                (1.0 - c.sent as f64 / alpha).max(0.0) + (1.0 - f64::from(c.flows) / beta).max(0.0);
+            self.shortfall.insert(i as SegmentId, by);
+            order.push((by, i));
+        }
+        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        for (_, i) in order {
+            let seg = &segments.list[i];
+            let id = i as SegmentId;
             let c = det.segments.get(&id).copied().unwrap_or_default();
             let short = c.sent < self.params.alpha || c.flows < self.params.beta;
             let path_bf = codec.segment_bf[i];
@@ -295,6 +463,11 @@ impl FlowSelector {
             }
             let have = self.per_segment.get(&id).copied().unwrap_or(0);
             if short && have < self.params.max_flows_per_segment {
+                if !self.room(seg.downstream(), HH) {
+                    self.stats.refused_full += 1;
+                    continue;
+                }
+                self.used(seg.downstream(), HH, 1);
                 let eta = self.params.eta;
                 self.hh.insert(
                     id,
@@ -329,11 +502,14 @@ impl FlowSelector {
         for key in gone {
             let m = self.flows.remove(&key).expect("listed");
             let flow = key.0;
-            if self.release_usm(m.upstream, flow) && m.upstream != switch {
-                ops.push(RuleOp::RemoveUsm {
-                    switch: m.upstream,
-                    flow,
-                });
+            if self.release_usm(m.upstream, flow) {
+                self.used(m.upstream, USM, -1);
+                if m.upstream != switch {
+                    ops.push(RuleOp::RemoveUsm {
+                        switch: m.upstream,
+                        flow,
+                    });
+                }
             }
             if m.downstream != switch {
                 self.deferred.push(RuleOp::RemoveDsm {
@@ -341,11 +517,16 @@ impl FlowSelector {
                     flow,
                     path_bf: m.path_bf,
                 });
+            } else {
+                self.used(switch, DSM, -1);
             }
             *self.per_segment.get_mut(&m.segment).expect("counted") -= 1;
         }
         self.hh
             .retain(|&seg, _| segments.get(seg).downstream() != switch);
+        if let Some(u) = self.usage.get_mut(&switch) {
+            u[HH] = 0;
+        }
         ops
     }
 
@@ -390,6 +571,109 @@ mod tests {
             delta: 2,
             ..Default::default()
         }
+    }
+
+    /// One HH rule per switch: of the segments ending at a switch, the one furthest short of
+    /// α and β gets it, and the full table is said.
+    #[test]
+    fn a_full_hh_table_goes_to_the_segment_furthest_short() {
+        let (_, s, c, all) = setup();
+        let cap = RuleCapacity {
+            usm: 100,
+            dsm: 100,
+            hh: 1,
+        };
+        let mut sel = FlowSelector::with_capacity(params(), cap);
+        let down = s.list[0].downstream();
+        let mine: Vec<SegmentId> = (0..s.len() as SegmentId)
+            .filter(|&i| s.get(i).downstream() == down)
+            .collect();
+        assert!(mine.len() >= 2);
+        // Every segment counted enough but two: the second is shorter.
+        let mut det = EpochDetection::default();
+        for i in 0..s.len() as SegmentId {
+            let count = if i == mine[0] {
+                SegmentCount {
+                    sent: 900,
+                    flows: 30,
+                    ..Default::default()
+                }
+            } else if i == mine[1] {
+                SegmentCount {
+                    sent: 100,
+                    flows: 2,
+                    ..Default::default()
+                }
+            } else {
+                SegmentCount {
+                    sent: 5000,
+                    flows: 50,
+                    ..Default::default()
+                }
+            };
+            det.segments.insert(i, count);
+        }
+        let ops = sel.on_epoch(&det, &all, &s, &c);
+        assert_eq!(
+            ops,
+            vec![RuleOp::InstallHh {
+                switch: down,
+                path_bf: c.segment_bf[mine[1] as usize],
+                eta: 16
+            }]
+        );
+        assert_eq!(sel.stats.refused_full, 1);
+        assert_eq!(
+            sel.take_full(),
+            vec![(
+                FullTable {
+                    switch: down,
+                    table: "hh_table",
+                    size: 1
+                },
+                1
+            )]
+        );
+        assert_eq!(sel.usage(down)[HH], 1);
+    }
+
+    /// A full DSM table refuses the next flow; a removed flow frees its place once its DSM rule
+    /// is gone.
+    #[test]
+    fn a_full_dsm_table_refuses_reports_until_a_flow_is_retired() {
+        let (_, s, c, all) = setup();
+        let cap = RuleCapacity {
+            usm: 100,
+            dsm: 1,
+            hh: 100,
+        };
+        let mut sel = FlowSelector::with_capacity(params(), cap);
+        sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        let seg = &s.list[0];
+        let bf = c.segment_bf[0];
+        let report = |n| HhReport {
+            switch: seg.downstream(),
+            flow: flow(n),
+            path_bf: bf,
+        };
+        let ops = sel.on_reports(&[report(1), report(2)], &s, &c);
+        assert_eq!(ops.len(), 2, "DSM and USM of flow 1: {ops:?}");
+        assert_eq!(sel.stats.refused_full, 1, "flow 2 refused");
+        assert_eq!(sel.usage(seg.downstream())[DSM], 1);
+        assert_eq!(sel.take_full()[0].0.table, "dsm_table");
+        // Flow 1 goes idle and is retired: USM now, DSM a flip later.
+        for _ in 0..sel.params().retire_after {
+            sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+        }
+        assert_eq!(sel.monitored(), 0);
+        assert_eq!(
+            sel.usage(seg.downstream())[DSM],
+            1,
+            "the DSM rule is still there"
+        );
+        let deferred = sel.take_deferred();
+        assert!(matches!(deferred[..], [RuleOp::RemoveDsm { .. }]));
+        assert_eq!(sel.usage(seg.downstream())[DSM], 0);
     }
 
     #[test]

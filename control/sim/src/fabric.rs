@@ -60,6 +60,14 @@ pub struct SimStats {
     pub unroutable: u64,
 }
 
+/// What one probed packet did ([`SimFabric::probe`]).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Probe {
+    pub path: Vec<SwitchIx>,
+    pub delivered: bool,
+    pub reports: Vec<HhReport>,
+}
+
 /// One switch: the model, and the epoch flip as it reaches the switch (with skew).
 struct SimSwitch {
     model: SwitchModel,
@@ -268,6 +276,48 @@ impl SimFabric {
             if path.len() > 4 * (self.topo.top_layer() as usize + 1) {
                 return None;
             }
+        }
+    }
+
+    /// One packet of `flow` from host `host`, walked through the fabric at once (the same walk
+    /// every simulated packet takes): the switches it crossed, whether it arrived, and the HH
+    /// reports it caused (as the fabric hands them to the controller). For tests that hold the
+    /// simulator to real switches packet by packet; links keep their loss.
+    pub fn probe(&mut self, host: u32, flow: FlowId) -> Probe {
+        let h = FlowHashes::of(&flow);
+        let Some((path, links)) = self.route(host, &flow, h) else {
+            return Probe::default();
+        };
+        let fi = self.flows.len() as u32;
+        self.flows.push(Flow {
+            id: flow,
+            h,
+            host,
+            slot: 0,
+            path: path.clone(),
+            links,
+            remaining: 0,
+            burst: 1,
+            window: 1,
+            burst_left: 0,
+            burst_period_ns: 0,
+            line_gap_ns: 0,
+            burst_start: self.now,
+            in_flight: 1,
+            live: true,
+        });
+        let before = (self.reports.len(), self.stats.delivered);
+        let mut p = Packet {
+            flow: fi,
+            hop: 0,
+            shim: Shim::default(),
+            t: self.now,
+        };
+        self.walk(&mut p, u64::MAX);
+        Probe {
+            path,
+            delivered: self.stats.delivered > before.1,
+            reports: self.reports[before.0..].to_vec(),
         }
     }
 

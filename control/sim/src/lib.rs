@@ -17,5 +17,5 @@ pub mod synth;
 pub mod tcp007;
 pub mod traffic;
 
-pub use fabric::{SimConfig, SimFabric, SimStats};
+pub use fabric::{Probe, SimConfig, SimFabric, SimStats};
 pub use traffic::TrafficConfig;
