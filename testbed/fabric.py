@@ -11,8 +11,11 @@ node per switch (root namespace, so each switch's gRPC and Thrift ports are on t
 flags of bmv2/run-switch.sh. It does NOT program any table: `canary run` pushes the pipeline and
 installs all forwarding. It then
 
-* configures hosts: address from the topology on a /8, MTU (default 1400, room for the
-  fabric's 8-byte shim), IPv6 off, checksum offload off, a static ARP entry for every other host;
+* configures hosts as a user leaves them: IPv4 address from the topology on a /8, IPv6 address
+  (the topology's `addr6`, by default fd00:0:x:y::z for 10.x.y.z) on fd00::/16, ARP and IPv6
+  neighbour discovery on (no static entries: the fabric floods ARP and ND as a switch would),
+  MTU 1500; only checksum offload is off. Links between switches get MTU 9000: a frame carries
+  Canary's 8-byte shim inside the fabric;
 * applies the faults with `tc qdisc add dev FROM-ethN root netem loss P%` on the FROM switch's
   interface toward TO, so only that direction drops;
 * writes STATE/switches.yaml (gRPC, device id, Thrift, and the BMv2 port of every neighbour) for
@@ -48,6 +51,8 @@ except ImportError as e:  # pragma: no cover - reported to the user
     sys.exit(f"error: Mininet is not importable by {sys.executable} ({e}); run testbed/install.sh")
 
 IFNAMSIZ = 15
+# MTU of links between switches: room for Canary's 8-byte shim on a host's largest frame.
+FABRIC_MTU = 9000
 
 
 def log(msg):
@@ -61,8 +66,15 @@ class InputError(Exception):
 # ---------------------------------------------------------------- inputs
 
 
+def default_ipv6(addr):
+    """fd00:0:x:y::z for 10.x.y.z: canary_core::topo::default_ipv6, the controller's default."""
+    _, x, y, z = (int(o) for o in addr.split("."))
+    return f"fd00:0:{x:x}:{y:x}::{z:x}"
+
+
 def load_topology(path):
-    """Switches (name, layer, hosts [(name, addr)]) and links from a normalized topology file."""
+    """Switches (name, layer, hosts [(name, addr, addr6)]) and links from a normalized topology
+    file."""
     try:
         with open(path) as f:
             doc = yaml.safe_load(f)
@@ -88,7 +100,10 @@ def load_topology(path):
             addr = str(h["addr"])
             if not addr.startswith("10.") or len(addr.split(".")) != 4:
                 raise InputError(f"{path}: switches[{i}].hosts[{j}].addr: {addr} is not in 10.0.0.0/8")
-            hosts.append((str(h["name"]), addr))
+            addr6 = str(h.get("addr6") or default_ipv6(addr))
+            if not addr6.startswith("fd00:"):
+                raise InputError(f"{path}: switches[{i}].hosts[{j}].addr6: {addr6} is not in fd00::/16")
+            hosts.append((str(h["name"]), addr, addr6))
         switches.append({"name": str(s["name"]), "layer": int(s.get("layer", 0)), "hosts": hosts})
     names = {s["name"] for s in switches}
     links = []
@@ -143,7 +158,7 @@ def plan_ports(switches, links):
     """BMv2 port of every neighbour: a switch's hosts first (1, 2, ...), then its links in file order."""
     ports = {s["name"]: {} for s in switches}
     for s in switches:
-        for h, _ in s["hosts"]:
+        for h, *_ in s["hosts"]:
             ports[s["name"]][h] = len(ports[s["name"]]) + 1
     for a, b in links:
         for x, y in ((a, b), (b, a)):
@@ -305,7 +320,8 @@ class Fabric:
         self.switches, self.links = load_topology(args.topology)
         self.faults = load_faults(args.faults, self.links)
         self.ports = plan_ports(self.switches, self.links)
-        self.hosts = [(h, a, s["name"]) for s in self.switches for h, a in s["hosts"]]
+        self.hosts = [(h, a, s["name"]) for s in self.switches for h, a, _ in s["hosts"]]
+        self.addr6 = {h: a6 for s in self.switches for h, _, a6 in s["hosts"]}
         if len(self.hosts) < 2:
             raise InputError(f"{args.topology}: switches: the fabric needs at least two hosts")
         self.rec = Recorder(self.state)
@@ -349,11 +365,8 @@ class Fabric:
         for h, addr, _ in self.hosts:
             host = net.addHost(h, ip=f"{addr}/8", mac=host_mac(addr))
             self.rec.pid("shell", h, host.pid, "bash")
-            # No IPv6 on the host: no router solicitations or MLD reports into the fabric.
-            host_run(host, ["sysctl", "-qw", "net.ipv6.conf.all.disable_ipv6=1",
-                            "net.ipv6.conf.default.disable_ipv6=1"])
         for s in self.switches:
-            for h, _ in s["hosts"]:
+            for h, *_ in s["hosts"]:
                 self.rec.intf(self.intf(s["name"], h))
                 net.addLink(h, s["name"], port1=0, port2=self.ports[s["name"]][h],
                             intfName1=f"{h}-eth0", intfName2=self.intf(s["name"], h))
@@ -363,10 +376,15 @@ class Fabric:
             net.addLink(x, y, port1=self.ports[x][y], port2=self.ports[y][x],
                         intfName1=self.intf(x, y), intfName2=self.intf(y, x))
         net.build()
-        for name in (self.intf(s, n) for s in self.ports for n in self.ports[s]):
-            # The root namespace must not talk on the fabric's links either.
-            run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"])
-            run(["ethtool", "-K", name, "tx", "off", "rx", "off"])
+        host_names = {h for h, _, _ in self.hosts}
+        for s in self.ports:
+            for n in self.ports[s]:
+                name = self.intf(s, n)
+                # The root namespace must not talk on the fabric's links (the switches' ports).
+                run(["sysctl", "-qw", f"net.ipv6.conf.{name}.disable_ipv6=1"])
+                run(["ethtool", "-K", name, "tx", "off", "rx", "off"])
+                if n not in host_names:
+                    run(["ip", "link", "set", "dev", name, "mtu", str(FABRIC_MTU)])
         self.config_hosts()
         self.apply_faults()
         self.start_switches()
@@ -382,13 +400,18 @@ class Fabric:
             # the sender's veth would reach the receiver unfinished and be dropped there.
             host_run(host, ["ethtool", "-K", dev, "tx", "off", "rx", "off", "sg", "off",
                             "tso", "off", "gso", "off", "gro", "off"])
-            for other, oaddr, _ in self.hosts:
-                if other != h:
-                    host_run(host, ["ip", "neigh", "replace", oaddr, "lladdr", host_mac(oaddr),
-                                    "dev", dev, "nud", "permanent"])
+            host_run(host, ["ip", "-6", "addr", "add", f"{self.addr6[h]}/16", "dev", dev])
             got = host_run(host, ["ip", "-o", "-4", "addr", "show", "dev", dev])
             if f"{addr}/8" not in got:
                 raise RuntimeError(f"{h}: {dev} has `{got.strip()}`, expected {addr}/8")
+        # Duplicate address detection (its neighbour solicitations cross the fabric) must end
+        # before a host can send from its IPv6 address.
+        deadline = time.time() + 10
+        for h, _, _ in self.hosts:
+            while host_run(net[h], ["ip", "-6", "addr", "show", "dev", f"{h}-eth0", "tentative"]).strip():
+                if time.time() > deadline:
+                    raise RuntimeError(f"{h}: IPv6 address still tentative after 10 s")
+                time.sleep(0.2)
 
     def apply_faults(self):
         """Drops packets at the egress of FROM's interface toward TO with probability `loss`.
@@ -484,7 +507,7 @@ class Fabric:
             f.write("# Written by testbed/fabric.py for `canary run --switches`.\n")
             yaml.safe_dump(doc, f, sort_keys=False)
         os.rename(path + ".tmp", path)
-        hosts = {h: {"addr": addr, "mac": host_mac(addr), "switch": s,
+        hosts = {h: {"addr": addr, "addr6": self.addr6[h], "mac": host_mac(addr), "switch": s,
                      "intf": f"{h}-eth0", "switch_port": self.ports[s][h]}
                  for h, addr, s in self.hosts}
         faults = [{"link": [x, y], "loss": loss, "intf": self.intf(x, y),
@@ -494,10 +517,13 @@ class Fabric:
 
     def start_traffic(self):
         a = self.args
-        addrs = ",".join(addr for _, addr, _ in self.hosts)
+        addrs = [addr for _, addr, _ in self.hosts]
+        if a.ipv6:
+            addrs += [self.addr6[h] for h, _, _ in self.hosts]
         for k, (h, addr, _) in enumerate(self.hosts):
             stats = os.path.join(self.state, "traffic", f"{h}.json")
-            cmd = [a.traffic, "traffic", "--me", addr, "--dests", addrs, "--rate", str(a.rate),
+            me = f"{addr},{self.addr6[h]}"
+            cmd = [a.traffic, "traffic", "--me", me, "--dests", ",".join(addrs), "--rate", str(a.rate),
                    "--seed", str(a.seed * 1000 + k), "--stats", stats]
             if a.traffic_trigger:
                 # Receivers up now; senders wait for the trigger file (hosts share our filesystem).
@@ -625,7 +651,9 @@ def main():
     ap.add_argument("--loss-method", choices=["auto", "netem", "bpf"], default="auto",
                     help="how faults drop packets: netem, a classic-BPF dropper, or netem if the "
                     "kernel has it (auto)")
-    ap.add_argument("--mtu", type=int, default=1400, help="host interface MTU")
+    ap.add_argument("--mtu", type=int, default=1500, help="host interface MTU")
+    ap.add_argument("--ipv6", type=int, default=1,
+                    help="1: hosts send flows to each other's IPv6 addresses too (half of them)")
     ap.add_argument("--grpc-base", type=int, default=50001)
     ap.add_argument("--thrift-base", type=int, default=9091)
     ap.add_argument("--log-level", default=os.environ.get("BMV2_LOG_LEVEL", "warn"))

@@ -256,6 +256,7 @@ impl Controller {
             packets_counted: det.packets(),
             packets_lost: det.lost(),
             flows_counted: det.flows(),
+            flows_counted_v6: det.flows_v6(),
             flows_monitored: self.selector.monitored(),
             segments_total: self.segments.len(),
             segments_observed: det.segments.len(),

@@ -19,6 +19,9 @@ pub struct EpochReport {
     #[serde(default)]
     pub packets_lost: u64,
     pub flows_counted: u64,
+    /// Of `flows_counted`, IPv6 flows.
+    #[serde(default)]
+    pub flows_counted_v6: u64,
     pub flows_monitored: usize,
     pub segments_total: usize,
     pub segments_observed: usize,
@@ -136,12 +139,17 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     let mut s = String::new();
     let _ = writeln!(
         s,
-        "epoch {:>3} ({:>4}) │ {} pkts ({} lost), {} flows counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
+        "epoch {:>3} ({:>4}) │ {} pkts ({} lost), {} flows{} counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
         r.epoch,
         format!("{:?}", r.parity).to_lowercase(),
         short(r.packets_counted),
         short(r.packets_lost),
         r.flows_counted,
+        if r.flows_counted_v6 > 0 {
+            format!(" ({} IPv6)", r.flows_counted_v6)
+        } else {
+            String::new()
+        },
         r.segments_observed,
         r.segments_total,
         r.segments_short,

@@ -1,7 +1,9 @@
 //! `canary traffic`: the testbed's traffic generator, one process per host.
 //!
-//! It keeps `--flows` UDP flows open at once, each to a random other host (`--dests`) from its own
-//! socket, so from its own source port: every flow is a distinct 5-tuple. Flow sizes (packets)
+//! It keeps `--flows` UDP flows open at once, each to a random other host address (`--dests`,
+//! IPv4 or IPv6) from its own socket, so from its own source port: every flow is a distinct
+//! 5-tuple. The kernel's own stack sends them, so ARP and IPv6 neighbour discovery cross the
+//! fabric as a user's hosts would make them. Flow sizes (packets)
 //! are Pareto-distributed (`--shape`, `--min-packets`, capped at `--max-packets`): most flows are
 //! short, a few carry most packets, the mix Canary's heavy-hitter selection is built for. The host
 //! sends `--rate` packets per second in all, evenly paced, each packet to one of its open flows
@@ -21,7 +23,7 @@ use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
 use std::collections::BTreeMap;
-use std::net::{IpAddr, Ipv4Addr, SocketAddrV4, UdpSocket};
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
@@ -32,12 +34,13 @@ const MAGIC: &[u8; 8] = b"CNRYTRAF";
 
 #[derive(clap::Args, Debug, Clone)]
 pub struct TrafficArgs {
-    /// This host's address (never a destination).
-    #[arg(long)]
-    pub me: Ipv4Addr,
-    /// Comma-separated addresses of the hosts to send to (this host's own is skipped).
+    /// This host's addresses, comma-separated (never a destination); the first names it.
     #[arg(long, value_delimiter = ',', required = true)]
-    pub dests: Vec<Ipv4Addr>,
+    pub me: Vec<IpAddr>,
+    /// Comma-separated addresses (IPv4 or IPv6) of the hosts to send to (this host's own are
+    /// skipped). A host listed by both its addresses gets flows of both families.
+    #[arg(long, value_delimiter = ',', required = true)]
+    pub dests: Vec<IpAddr>,
     /// Packets per second this host sends, all flows together.
     #[arg(long, default_value_t = 100.0)]
     pub rate: f64,
@@ -96,14 +99,17 @@ pub struct TrafficStats {
     pub rate: f64,
     pub running: bool,
     /// Packets sent to each destination and received from each source: host-pair loss.
-    pub sent_to: BTreeMap<Ipv4Addr, u64>,
-    pub received_from: BTreeMap<Ipv4Addr, u64>,
+    pub sent_to: BTreeMap<IpAddr, u64>,
+    pub received_from: BTreeMap<IpAddr, u64>,
+    /// Of `sent` and `received`, over IPv6.
+    pub sent_v6: u64,
+    pub received_v6: u64,
 }
 
 /// The pure part: which flow comes next (destination and size), from a seeded RNG.
 pub struct FlowSource {
     rng: ChaCha8Rng,
-    dests: Vec<Ipv4Addr>,
+    dests: Vec<IpAddr>,
     shape: f64,
     min: u64,
     max: u64,
@@ -111,10 +117,15 @@ pub struct FlowSource {
 
 impl FlowSource {
     pub fn new(a: &TrafficArgs) -> Result<Self> {
-        let dests: Vec<Ipv4Addr> = a.dests.iter().copied().filter(|d| *d != a.me).collect();
+        let dests: Vec<IpAddr> = a
+            .dests
+            .iter()
+            .copied()
+            .filter(|d| !a.me.contains(d))
+            .collect();
         anyhow::ensure!(
             !dests.is_empty(),
-            "--dests: no destination other than --me {}",
+            "--dests: no destination other than --me {:?}",
             a.me
         );
         anyhow::ensure!(
@@ -144,7 +155,7 @@ impl FlowSource {
         (x.ceil() as u64).clamp(self.min, self.max)
     }
 
-    pub fn next_flow(&mut self) -> (Ipv4Addr, u64) {
+    pub fn next_flow(&mut self) -> (IpAddr, u64) {
         let d = self.dests[self.rng.random_range(0..self.dests.len())];
         (d, self.size())
     }
@@ -160,15 +171,18 @@ impl FlowSource {
 
 struct Flow {
     sock: UdpSocket,
-    dest: Ipv4Addr,
+    dest: IpAddr,
     remaining: u64,
 }
 
 fn open_flow(src: &mut FlowSource, port: u16) -> Result<Flow> {
     let (dest, size) = src.next_flow();
-    let sock = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, 0))
-        .context("bind a flow's UDP socket")?;
-    sock.connect(SocketAddrV4::new(dest, port))
+    let any: IpAddr = match dest {
+        IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
+        IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
+    };
+    let sock = UdpSocket::bind(SocketAddr::new(any, 0)).context("bind a flow's UDP socket")?;
+    sock.connect(SocketAddr::new(dest, port))
         .with_context(|| format!("connect to {dest}:{port}"))?;
     Ok(Flow {
         sock,
@@ -226,19 +240,23 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
     anyhow::ensure!(a.payload >= 16, "--payload: at least 16 bytes");
     let mut src = FlowSource::new(a)?;
 
-    let rx = UdpSocket::bind(SocketAddrV4::new(Ipv4Addr::UNSPECIFIED, a.port))
+    // [::] takes IPv4 too (as mapped addresses) where the host has IPv6; 0.0.0.0 otherwise.
+    let rx = UdpSocket::bind(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), a.port))
+        .or_else(|_| UdpSocket::bind(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), a.port)))
         .with_context(|| format!("bind UDP port {}", a.port))?;
     rx.set_read_timeout(Some(Duration::from_millis(100)))?;
     let received = Arc::new(AtomicU64::new(0));
     let received_bytes = Arc::new(AtomicU64::new(0));
     let received_from = Arc::new(Mutex::new(BTreeMap::new()));
+    let received_v6 = Arc::new(AtomicU64::new(0));
     let rx_stop = Arc::new(AtomicBool::new(false));
     let receiver = {
-        let (n, b, from, halt) = (
+        let (n, b, from, halt, v6) = (
             received.clone(),
             received_bytes.clone(),
             received_from.clone(),
             rx_stop.clone(),
+            received_v6.clone(),
         );
         std::thread::spawn(move || {
             let mut buf = [0u8; 2048];
@@ -247,9 +265,11 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
                     if len >= MAGIC.len() && &buf[..MAGIC.len()] == MAGIC {
                         n.fetch_add(1, Ordering::Relaxed);
                         b.fetch_add(len as u64, Ordering::Relaxed);
-                        if let IpAddr::V4(p) = peer.ip() {
-                            *from.lock().expect("not poisoned").entry(p).or_insert(0) += 1;
+                        let p = peer.ip().to_canonical();
+                        if p.is_ipv6() {
+                            v6.fetch_add(1, Ordering::Relaxed);
                         }
+                        *from.lock().expect("not poisoned").entry(p).or_insert(0) += 1;
                     }
                 }
             }
@@ -259,10 +279,11 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
         stats.received = received.load(Ordering::Relaxed);
         stats.received_bytes = received_bytes.load(Ordering::Relaxed);
         stats.received_from = received_from.lock().expect("not poisoned").clone();
+        stats.received_v6 = received_v6.load(Ordering::Relaxed);
     };
 
     let mut stats = TrafficStats {
-        me: a.me.to_string(),
+        me: a.me[0].to_string(),
         rate: a.rate,
         running: true,
         ..Default::default()
@@ -304,6 +325,7 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
         match flows[i].sock.send(&payload) {
             Ok(_) => {
                 stats.sent += 1;
+                stats.sent_v6 += u64::from(flows[i].dest.is_ipv6());
                 *stats.sent_to.entry(flows[i].dest).or_insert(0) += 1;
             }
             Err(_) => stats.send_errors += 1,
@@ -420,7 +442,7 @@ mod tests {
     #[test]
     fn bad_arguments_are_named() {
         let mut only_me = args(&[]);
-        only_me.dests = vec![only_me.me];
+        only_me.dests = only_me.me.clone();
         let e = FlowSource::new(&only_me).err().unwrap();
         assert!(e.to_string().contains("--dests"), "{e}");
         let e = FlowSource::new(&args(&["--min-packets", "0"]))
@@ -465,7 +487,23 @@ mod tests {
             serde_json::from_slice(&std::fs::read(&stats).unwrap()).unwrap();
         assert_eq!(written["sent"], s.sent);
         assert_eq!(written["running"], false);
-        assert_eq!(s.sent_to[&Ipv4Addr::LOCALHOST], s.sent);
-        assert_eq!(s.received_from[&Ipv4Addr::LOCALHOST], s.sent);
+        assert_eq!(s.sent_to[&IpAddr::from(Ipv4Addr::LOCALHOST)], s.sent);
+        assert_eq!(s.received_from[&IpAddr::from(Ipv4Addr::LOCALHOST)], s.sent);
+    }
+
+    /// Flows to IPv4 and IPv6 destinations (loopback ::1 here); both are received and counted.
+    #[test]
+    fn both_families_are_sent_and_received() {
+        let a = Wrap::parse_from([
+            "t", "--me", "10.9.9.9,fd00::9", "--dests", "127.0.0.1,::1", "--rate", "500",
+            "--flows", "8", "--duration", "0.5", "--drain-ms", "200", "--start-delay-ms", "0",
+            "--port", "47124",
+        ])
+        .a;
+        let s = run(&a, &AtomicBool::new(false)).unwrap();
+        assert!(s.sent_v6 > 20 && s.sent_v6 < s.sent, "{s:?}");
+        assert_eq!(s.received, s.sent);
+        assert_eq!(s.received_v6, s.sent_v6);
+        assert_eq!(s.sent_to[&"::1".parse::<IpAddr>().unwrap()], s.sent_v6);
     }
 }

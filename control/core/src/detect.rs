@@ -169,6 +169,10 @@ impl EpochDetection {
     pub fn flows(&self) -> u64 {
         self.entries.len() as u64
     }
+    /// Of [`EpochDetection::flows`], the IPv6 ones.
+    pub fn flows_v6(&self) -> u64 {
+        self.entries.iter().filter(|e| !e.flow.is_v4()).count() as u64
+    }
 }
 
 /// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
