@@ -83,6 +83,7 @@ struct hh_digest_t {
 
 struct canary_meta_t {
     flow_t  flow;
+    bit<1>  ip_parsed;    /* the parser found IPv4 or IPv6 (and filled flow) */
     bit<1>  is_ip;        /* IPv4 or IPv6, not a host's opaque frame */
     bit<1>  is_v6;
     bit<1>  unicast;      /* an IP unicast destination */
@@ -92,7 +93,9 @@ struct canary_meta_t {
     /* switch_config */
     bit<1>  monitor;
     bit<32> mask;         /* this switch's pathBF mask */
-    bit<15> epoch;        /* the epoch tag the USM counts and marks in */
+    bit<16> usm_mark;     /* {counted = 1, epoch tag}: the mark a USM hit writes */
+    bit<32> usm_tag;      /* epoch, widened: a stateful ALU compares 32-bit PHV words */
+    bit<32> dsm_tag;      /* the shim's epoch, widened */
     /* forwarding */
     bit<1>  from_host;
     bit<1>  to_host;

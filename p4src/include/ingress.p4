@@ -16,37 +16,34 @@
  *  4. Routed unicast leaving to a host loses the shim; flooded copies lose it in egress.
  * Every multi-stage chain is flat, each step testing its own condition: on Tofino 1 a table
  * after an if-block is placed after the block's last table (docs/dataplane.md). */
+/* The parser fills the ports (0 without TCP or UDP), ip_parsed and is_v6; this the addresses and
+ * the protocol. FlowHash reads the headers themselves, so the hashes (and the ECMP chain after
+ * them) start in the first stage, not after this. A host's opaque frame gets a flow key too, but
+ * is_ip = 0 keeps it from every table that would use it. */
 control FlowKey(in headers_t hdr, in bit<1> opaque, inout canary_meta_t meta) {
     apply {
         meta.is_ip = 0;
-        meta.is_v6 = 0;
         meta.unicast = 0;
         meta.flow.src_addr = 0;
         meta.flow.dst_addr = 0;
         meta.flow.protocol = 0;
-        meta.flow.src_port = 0;
-        meta.flow.dst_port = 0;
-        if (opaque == 0 && hdr.ipv4.isValid()) {
+        if (opaque == 0 && meta.ip_parsed == 1) {
             meta.is_ip = 1;
+        }
+        if (hdr.ipv4.isValid()) {
             meta.flow.src_addr = 80w0 ++ 16w0xffff ++ hdr.ipv4.src_addr;
             meta.flow.dst_addr = 80w0 ++ 16w0xffff ++ hdr.ipv4.dst_addr;
             meta.flow.protocol = hdr.ipv4.protocol;
             if (hdr.ipv4.dst_addr[31:28] != 0xe && hdr.ipv4.dst_addr != 0xffffffff) {
                 meta.unicast = 1;
             }
-        } else if (opaque == 0 && hdr.ipv6.isValid()) {
-            meta.is_ip = 1;
-            meta.is_v6 = 1;
+        } else if (hdr.ipv6.isValid()) {
             meta.flow.src_addr = hdr.ipv6.src_addr;
             meta.flow.dst_addr = hdr.ipv6.dst_addr;
             meta.flow.protocol = hdr.ipv6.next_hdr;
             if (hdr.ipv6.dst_addr[127:120] != 0xff) {
                 meta.unicast = 1;
             }
-        }
-        if (opaque == 0 && hdr.ports.isValid()) {
-            meta.flow.src_port = hdr.ports.src_port;
-            meta.flow.dst_port = hdr.ports.dst_port;
         }
     }
 }
@@ -82,10 +79,12 @@ control CanaryIngressCore(inout headers_t hdr, inout canary_meta_t meta, in port
             hdr.ethernet.ether_type = ETHERTYPE_CANARY;
         }
         flow_key.apply(hdr, opaque, meta);
-        flow_hash.apply(meta);
+        flow_hash.apply(hdr, meta);
         meta.in_path_bf = 0;
+        meta.dsm_tag = 0;
         if (hdr.canary.isValid()) {
             meta.in_path_bf = hdr.canary.path_bf;
+            meta.dsm_tag = (bit<32>)hdr.canary.epoch;
         }
         switch_config.apply(meta);
 
@@ -101,6 +100,10 @@ control CanaryIngressCore(inout headers_t hdr, inout canary_meta_t meta, in port
         meta.watched = meters_on;
 
         forwarding.apply(meta, egress_port);
+        meta.routed = 0;
+        if (meta.is_ip == 1 && meta.unicast == 1 && meta.route_hit == 1) {
+            meta.routed = 1;
+        }
 
         bit<1> hashpipe_on;
         downstream_meter.apply(hdr, meta, meters_on, hashpipe_on);
@@ -113,10 +116,6 @@ control CanaryIngressCore(inout headers_t hdr, inout canary_meta_t meta, in port
         upstream_meter.apply(hdr, meta, meters_on);
         path_bf.apply(hdr, meta, stamp_on);
 
-        meta.routed = 0;
-        if (meta.is_ip == 1 && meta.unicast == 1 && meta.route_hit == 1) {
-            meta.routed = 1;
-        }
         if (meta.routed == 1 && meta.to_host == 1 && hdr.canary.isValid()) {
             hdr.ethernet.ether_type = hdr.canary.ether_type;
             hdr.canary.setInvalid();

@@ -17,16 +17,15 @@
  * "Epoch tags"). Any later packet adds 1; another rule's also sets the dirty bit. A dirty
  * bucket's count is never read. This is canary_core::sketch::{Usm,Dsm}Bucket::update_n(.., 1)
  * with the flow replaced by its rule. */
-control CanaryMeter(in bit<1> on, in bit<1> also, in bit<32> id, in bit<15> tag,
+control CanaryMeter(in bit<1> on, in bit<1> also, in bit<32> id, in bit<32> tag,
                     in bit<32> c32, in bit<16> c16)(bit<1> also_is) {
     MeterRow(also_is) row0;
     MeterRow(also_is) row1;
     MeterRow(also_is) row2;
     apply {
-        bit<32> t = (bit<32>)tag;
-        row0.apply(on, also, id, t, tag[0:0] ++ ROW0_INDEX(c32, c16));
-        row1.apply(on, also, id, t, tag[0:0] ++ ROW1_INDEX(c32, c16));
-        row2.apply(on, also, id, t, tag[0:0] ++ ROW2_INDEX(c32, c16));
+        row0.apply(on, also, id, tag, tag[0:0] ++ ROW0_INDEX(c32, c16));
+        row1.apply(on, also, id, tag, tag[0:0] ++ ROW1_INDEX(c32, c16));
+        row2.apply(on, also, id, tag, tag[0:0] ++ ROW2_INDEX(c32, c16));
     }
 }
 
@@ -67,20 +66,30 @@ control DownstreamMeter(in headers_t hdr, in canary_meta_t meta, in bit<1> on,
         if (on == 1) {
             dsm_table.apply();
         }
-        buckets.apply(hit, hdr.canary.counted, rule_id, hdr.canary.epoch, meta.c32, meta.c16);
+        buckets.apply(hit, hdr.canary.counted, rule_id, meta.dsm_tag, meta.c32, meta.c16);
     }
 }
 
 /* UpstreamMeter: a rule on the flow (RuleOp::InstallUsm). At a monitor it matches early; the
  * meter waits for forwarding (a packet leaving to a host is not counted). Every packet it sees
- * leaves marked {counted, this switch's epoch tag} or unmarked, written once from one 16-bit
- * value (a Tofino 1 action writing part of a header container takes one PHV source besides it). */
+ * leaves marked {counted, this switch's epoch tag} or unmarked. The mark is written by the
+ * table's own actions, from one 16-bit source (a Tofino 1 action writing part of a header
+ * container takes one PHV source besides it), so the meter's rows wait for no other stage. */
 control UpstreamMeter(inout headers_t hdr, in canary_meta_t meta, in bit<1> on) {
     CanaryMeter(0) buckets;  /* counts when the USM matched and the packet does not leave to a host */
     bit<32> rule_id = 0;
+    bit<1> hit = 0;
 
     action usm_count(bit<32> id) {
+        hit = 1;
         rule_id = id;
+        hdr.canary.counted = meta.usm_mark[15:15];
+        hdr.canary.epoch = meta.usm_mark[14:0];
+    }
+    action usm_miss() {
+        hit = 0;
+        hdr.canary.counted = 0;
+        hdr.canary.epoch = 0;
     }
     table usm_table {
         key = {
@@ -90,21 +99,14 @@ control UpstreamMeter(inout headers_t hdr, in canary_meta_t meta, in bit<1> on) 
             meta.flow.src_port: exact @name("src_port");
             meta.flow.dst_port: exact @name("dst_port");
         }
-        actions = { usm_count; @defaultonly NoAction; }
-        const default_action = NoAction;
+        actions = { usm_count; @defaultonly usm_miss; }
+        const default_action = usm_miss();
         size = USM_TABLE_SIZE;
     }
     apply {
-        bit<16> mark = 0;
-        bit<1> usm_hit = 0;
         if (on == 1) {
-            if (usm_table.apply().hit) {
-                usm_hit = 1;
-                mark = 1w1 ++ meta.epoch;
-            }
-            hdr.canary.counted = mark[15:15];
-            hdr.canary.epoch = mark[14:0];
+            usm_table.apply();
         }
-        buckets.apply(usm_hit, meta.to_host, rule_id, meta.epoch, meta.c32, meta.c16);
+        buckets.apply(hit, meta.to_host, rule_id, meta.usm_tag, meta.c32, meta.c16);
     }
 }

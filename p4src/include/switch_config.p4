@@ -6,7 +6,8 @@ control SwitchConfig(inout canary_meta_t meta) {
     action set_config(bit<1> monitor, bit<32> mask, bit<15> epoch) {
         meta.monitor = monitor;
         meta.mask = mask;
-        meta.epoch = epoch;
+        meta.usm_mark = 1w1 ++ epoch;
+        meta.usm_tag = (bit<32>)epoch;
     }
     table switch_config {
         key = { }

@@ -39,11 +39,16 @@ parser CanaryIngressParser(packet_in pkt, out headers_t hdr, out canary_meta_t m
     state start {
         pkt.extract(ig_intr_md);
         pkt.advance(PORT_METADATA_SIZE);
-        headers.apply(pkt, hdr);
+        headers.apply(pkt, hdr, meta);
         transition accept;
     }
 }
 
+/* The meters' stateful ALUs compare the bucket's tag with these as whole 32-bit PHV words: left
+ * to itself the compiler packs their 15 live bits with other fields, and the input crossbar
+ * cannot feed the ALU from part of a container. */
+@pa_container_size("ingress", "meta.dsm_tag", 32)
+@pa_container_size("ingress", "meta.usm_tag", 32)
 control CanaryIngress(inout headers_t hdr, inout canary_meta_t meta,
                       in ingress_intrinsic_metadata_t ig_intr_md,
                       in ingress_intrinsic_metadata_from_parser_t ig_prsr_md,

@@ -23,7 +23,7 @@ parser CanaryParser(packet_in pkt, out headers_t hdr, inout canary_meta_t meta,
                     inout standard_metadata_t std_meta) {
     CanaryHeaderParser() headers;
     state start {
-        headers.apply(pkt, hdr);
+        headers.apply(pkt, hdr, meta);
         transition accept;
     }
 }

@@ -1,6 +1,7 @@
 /* FlowHash (v1model): the flow key's CRC-32/ISO-HDLC and CRC-16/ARC, BMv2's HashAlgorithm.crc32 and
- * .crc16 (canary_core::sketch::hash), over IPv4's 13-byte key or IPv6's 37-byte key. */
-control FlowHash(inout canary_meta_t meta) {
+ * .crc16 (canary_core::sketch::hash), over IPv4's 13-byte key or IPv6's 37-byte key, read from
+ * meta.flow (FlowKey; the ports come from the parser). */
+control FlowHash(in headers_t hdr, inout canary_meta_t meta) {
     apply {
         if (meta.is_v6 == 1) {
             hash(meta.c32, HashAlgorithm.crc32, (bit<32>)0,

@@ -495,9 +495,23 @@ mod tests {
     #[test]
     fn both_families_are_sent_and_received() {
         let a = Wrap::parse_from([
-            "t", "--me", "10.9.9.9,fd00::9", "--dests", "127.0.0.1,::1", "--rate", "500",
-            "--flows", "8", "--duration", "0.5", "--drain-ms", "200", "--start-delay-ms", "0",
-            "--port", "47124",
+            "t",
+            "--me",
+            "10.9.9.9,fd00::9",
+            "--dests",
+            "127.0.0.1,::1",
+            "--rate",
+            "500",
+            "--flows",
+            "8",
+            "--duration",
+            "0.5",
+            "--drain-ms",
+            "200",
+            "--start-delay-ms",
+            "0",
+            "--port",
+            "47124",
         ])
         .a;
         let s = run(&a, &AtomicBool::new(false)).unwrap();
