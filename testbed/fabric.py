@@ -558,23 +558,29 @@ class Fabric:
             return
         sent = sum(st["sent"] for st in stats.values())
         received = sum(st["received"] for st in stats.values())
-        by_addr = {st["me"]: st for st in stats.values()}
+        by_addr = {addr: st for st in stats.values() for addr in st.get("addrs", [st["me"]])}
         pairs = []  # (lost, src, dst, sent)
-        for src, st in by_addr.items():
+        for st in stats.values():
             for dst, n in st.get("sent_to", {}).items():
+                # The receiver knows the sender by its address of the destination's family.
+                v6 = ":" in dst
+                src = next((x for x in st.get("addrs", [st["me"]]) if (":" in x) == v6), st["me"])
                 got = by_addr.get(dst, {}).get("received_from", {}).get(src, 0)
                 if got < n:
                     pairs.append((n - got, src, dst, n))
         pairs.sort(reverse=True)
         lost = sent - received
         summary = {"sent": sent, "received": received, "lost": lost,
+                   "sent_v6": sum(st.get("sent_v6", 0) for st in stats.values()),
+                   "received_v6": sum(st.get("received_v6", 0) for st in stats.values()),
                    "loss": lost / max(sent, 1), "late": sum(st["late"] for st in stats.values()),
                    "send_errors": sum(st["send_errors"] for st in stats.values()),
                    "lossy_pairs": [{"src": s_, "dst": d, "sent": n, "lost": l}
                                    for l, s_, d, n in pairs]}
         with open(os.path.join(self.state, "traffic", "summary.json"), "w") as f:
             json.dump(summary, f, indent=1)
-        log(f"traffic: {sent} packets sent, {received} received by the hosts, "
+        log(f"traffic: {sent} packets sent ({summary['sent_v6']} IPv6), {received} received by "
+            f"the hosts ({summary['received_v6']} IPv6), "
             f"{lost} lost ({100.0 * lost / max(sent, 1):.3f} %), {summary['send_errors']} send "
             f"errors, {summary['late']} sent late; lossiest host pairs: " +
             (", ".join(f"{s_}->{d} {l}/{n}" for l, s_, d, n in pairs[:4]) or "none"))

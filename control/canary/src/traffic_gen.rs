@@ -87,6 +87,8 @@ pub struct TrafficArgs {
 #[derive(Debug, Default, Clone, Serialize, PartialEq)]
 pub struct TrafficStats {
     pub me: String,
+    /// Every address this host sends from (`--me`): IPv4 first, then IPv6 when dual-stack.
+    pub addrs: Vec<String>,
     pub sent: u64,
     pub send_errors: u64,
     pub received: u64,
@@ -284,6 +286,7 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
 
     let mut stats = TrafficStats {
         me: a.me[0].to_string(),
+        addrs: a.me.iter().map(|x| x.to_string()).collect(),
         rate: a.rate,
         running: true,
         ..Default::default()

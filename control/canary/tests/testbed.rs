@@ -1,7 +1,9 @@
 //! The Mininet testbed end to end: `testbed/run.sh` on the two-switch line with 10 % loss on
 //! s1→s2 only (real BMv2 processes, real veths, real kernel loss injection, `canary run` as the
-//! controller, `canary traffic` in the hosts). Asserts that the run's JSON blames exactly the
-//! injected link and that teardown left nothing behind.
+//! controller, `canary traffic` in the hosts, dual-stack, resolving each other with ARP and
+//! neighbour discovery across the fabric). Asserts that the run's JSON blames exactly the injected
+//! link, that IPv6 traffic arrived and IPv6 flows were counted, and that teardown left nothing
+//! behind.
 //!
 //! Needs root, Debian's mininet for /usr/bin/python3 (testbed/install.sh), p4c and BMv2 on
 //! PATH. Prints `SKIP: <what is missing>` and returns when any is missing. About 30 s.
@@ -178,6 +180,23 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
         lost >= dropped && lost - dropped <= sent_e2e / 100,
         "end-to-end loss {lost} vs {dropped} injected drops: BMv2 dropped on its own"
     );
+    // Dual-stack hosts with no static neighbour entries: ARP and neighbour discovery crossed the
+    // fabric (flooded), IPv6 traffic was delivered, and Canary counted IPv6 flows.
+    let (sent_v6, received_v6) = (
+        traffic["sent_v6"].as_u64().unwrap(),
+        traffic["received_v6"].as_u64().unwrap(),
+    );
+    assert!(
+        sent_v6 > 0 && received_v6 * 100 >= sent_v6 * 80,
+        "IPv6: {received_v6} of {sent_v6} received"
+    );
+    let v6_flows: u64 = std::fs::read_to_string(dir.path().join("logs/report.jsonl"))
+        .expect("report.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter_map(|e| e["flows_counted_v6"].as_u64())
+        .sum();
+    assert!(v6_flows > 0, "no IPv6 flow counted in any epoch");
     // Teardown: run.sh checked its recorded PIDs and interfaces; check the interfaces again.
     assert!(r.stderr.contains("testbed: clean"), "{}", r.stderr);
     for intf in std::fs::read_to_string(dir.path().join("logs/intfs.txt"))
