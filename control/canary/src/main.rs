@@ -105,6 +105,9 @@ struct SimulateArgs {
     /// Short flows each simulated host keeps open.
     #[arg(long, default_value_t = 120)]
     mice_per_host: u32,
+    /// Share of the simulated flows carried over IPv6, 0 to 1.
+    #[arg(long, default_value_t = 0.0, value_parser = share)]
+    ipv6: f64,
     /// Write the whole run as JSON.
     #[arg(long)]
     json: Option<String>,
@@ -299,6 +302,7 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
         min_lossy_epochs: a.min_lossy_epochs,
         elephants_per_host: a.elephants_per_host,
         mice_per_host: a.mice_per_host,
+        ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);
@@ -705,5 +709,15 @@ fn audit_cmd(a: AuditArgs) -> Result<()> {
             Ok(())
         }
         Err(e) => Err(e),
+    }
+}
+
+/// A share between 0 and 1 (`--ipv6`).
+fn share(s: &str) -> std::result::Result<f64, String> {
+    let v: f64 = s.parse().map_err(|_| format!("`{s}` is not a number"))?;
+    if (0.0..=1.0).contains(&v) {
+        Ok(v)
+    } else {
+        Err(format!("`{s}` is not between 0 and 1"))
     }
 }

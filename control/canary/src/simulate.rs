@@ -34,6 +34,8 @@ pub struct SimulateOptions {
     pub min_lossy_epochs: u32,
     pub elephants_per_host: u32,
     pub mice_per_host: u32,
+    /// Share of the flows over IPv6.
+    pub ipv6_share: f64,
     pub pathbf: PathBfParams,
 }
 
@@ -56,6 +58,7 @@ impl Default for SimulateOptions {
             min_lossy_epochs: 1,
             elephants_per_host: SimConfig::default().traffic.elephants.flows_per_host,
             mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
+            ipv6_share: 0.0,
             pathbf: PathBfParams::default(),
         }
     }
@@ -128,6 +131,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     };
     sim_cfg.traffic.elephants.flows_per_host = opts.elephants_per_host;
     sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
+    sim_cfg.ipv6_share = opts.ipv6_share;
     let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss.clone(), sim_cfg);
     let mut canary = canary_core::localize::CanaryParams {
         floor: opts.floor,

@@ -18,8 +18,9 @@
 //! Scenarios: the two-switch line (both monitors) and the three-switch line (a transit in the
 //! middle) with IPv4 and IPv6 flows (collisions, a DSM rule with a wrong pathBF, a flow without
 //! USM, HashPipe evictions, flips of one switch at a time with frames held in flight, an epoch tag
-//! reused), ARP, IPv6 neighbour solicitation, LLDP and other EtherTypes; and a diamond where a
-//! flow changes path.
+//! reused), ARP, IPv6 neighbour solicitation, LLDP, other EtherTypes, a host's own frame of the
+//! shim's EtherType, and frames arriving from the fabric without a shim (a neighbour not running
+//! Canary); and a diamond where a flow changes path.
 //!
 //! Skips (printing `SKIP: ...`) without p4c, simple_switch_grpc, simple_switch_CLI or root.
 //! `bmv2_monitoring_throughput` is a benchmark, `#[ignore]`d (see docs/dataplane.md).
@@ -310,6 +311,23 @@ impl Packets {
         self.check_counters();
     }
 
+    /// A frame arrives over the relay as if its first switch had sent it (a neighbour that
+    /// does not run Canary sends frames without a shim).
+    fn inject_on_relay(&mut self, frame: &[u8]) {
+        let (switch, port) = self.relay.as_ref().unwrap().0;
+        self.relay.as_ref().unwrap().2.send(frame);
+        // The tap on the receiving switch's end of the link sees it arrive.
+        let next = self.net.ports.of(switch).neighbor(port).unwrap();
+        let back = self.net.ports.of(next).switch_ports[&switch];
+        let got = self.taps[&(next, back)]
+            .recv_until(Duration::from_secs(3), |fr| same_frame(fr, frame))
+            .expect("the injected frame on the link");
+        assert_eq!(got, frame);
+        let events = self.net.release(switch, port, frame.to_vec());
+        self.follow(events);
+        self.check_counters();
+    }
+
     /// The HH digest counter of every monitor equals the model's.
     fn check_counters(&mut self) {
         let id = self.prog.program.hh_counter.expect("hh_report_ctr");
@@ -565,9 +583,29 @@ fn line_scenario(test: &str, topo: &str, relay_to: &str) {
             9,
             b"mdns",
         ),
+        // A host's own frame of the shim's EtherType: carried whole, inside a shim of ours.
+        [
+            M.dst.to_vec(),
+            M.src.to_vec(),
+            vec![0x88, 0xb5],
+            vec![0x5a; 50],
+        ]
+        .concat(),
     ];
     for fr in others {
         fab.send(0, &fr);
+    }
+    // From a neighbour not running Canary (a rollout): frames without a shim arrive on the last
+    // switch's fabric port. IP unicast of monitored flows is forwarded unmonitored (no bucket
+    // changes, no digest); ARP is flooded; all reach h2 unchanged.
+    fab.seq += 1;
+    let plain = [
+        wire::ip_frame(M, &a, fab.seq, b"no shim"),
+        wire::ip_frame(M, &x6, fab.seq, b"no shim"),
+        wire::arp_request(M.src, h1.addr, 0x0a00_0264),
+    ];
+    for fr in plain {
+        fab.inject_on_relay(&fr);
     }
 
     assert!(
