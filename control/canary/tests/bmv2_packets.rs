@@ -160,7 +160,7 @@ impl Packets {
             .map(|(ns, _)| RawSocket::open(ns, "eth0"))
             .collect();
         let mut taps = HashMap::new();
-        for (&(from, to), _) in &lab.link_iface {
+        for &(from, to) in lab.link_iface.keys() {
             // The receiving end of from -> to is `to`'s interface of the link.
             let iface = &lab.link_iface[&(to, from)];
             let port = ports.of(to).switch_ports[&from];

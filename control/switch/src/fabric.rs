@@ -586,12 +586,11 @@ impl<D: SwitchDriver> SwitchFabric<D> {
                 .or_default()
                 .push((op.clone(), entries::rule(op, id, modify)));
         }
-        let mut work: Vec<(&mut Slot<D>, Vec<(RuleOp, Write)>)> = Vec::new();
-        for slot in self.slots.iter_mut() {
-            if let Some(list) = per_switch.remove(&slot.ix) {
-                work.push((slot, list));
-            }
-        }
+        let work: Vec<_> = self
+            .slots
+            .iter_mut()
+            .filter_map(|slot| per_switch.remove(&slot.ix).map(|list| (slot, list)))
+            .collect();
         let results = join_all(work.into_iter().map(|(slot, list)| async move {
             if !(slot.up && slot.driver.connected()) {
                 // Kept in the desired rules: the switch gets them when it is configured again.

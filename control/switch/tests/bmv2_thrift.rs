@@ -306,7 +306,7 @@ fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
     for i in 0..6000u32 {
         let f = udp(1000 + (i * 7 % 1500) as u16);
         let h = FlowHashes::of(&f);
-        let bf = if f.sport % 3 == 0 {
+        let bf = if f.sport.is_multiple_of(3) {
             0x0101_0000
         } else {
             0x0000_8080

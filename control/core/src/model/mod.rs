@@ -83,13 +83,16 @@ pub enum RuleError {
     Full { table: &'static str, size: usize },
 }
 
+/// Routes of one prefix length: prefix → (group, size).
+type RoutesOfLength = FxHashMap<u128, (u16, u16)>;
+
 /// The forwarding tables, indexed for lookups.
 #[derive(Clone, Debug, Default)]
 struct Forwarding {
     state: ForwardingState,
-    /// Longest first: (prefix length on 128 bits, prefix → (group, size)), per family.
-    v4: Vec<(u8, FxHashMap<u128, (u16, u16)>)>,
-    v6: Vec<(u8, FxHashMap<u128, (u16, u16)>)>,
+    /// Longest first: (prefix length on 128 bits, its routes), per family.
+    v4: Vec<(u8, RoutesOfLength)>,
+    v6: Vec<(u8, RoutesOfLength)>,
     /// Members by group id.
     groups: FxHashMap<u16, Vec<u32>>,
     flood_of_port: FxHashMap<u32, u16>,
@@ -106,17 +109,17 @@ fn mask128(len: u8) -> u128 {
 
 impl Forwarding {
     fn new(state: ForwardingState) -> Self {
-        let mut v4: FxHashMap<u8, FxHashMap<u128, (u16, u16)>> = FxHashMap::default();
-        let mut v6: FxHashMap<u8, FxHashMap<u128, (u16, u16)>> = FxHashMap::default();
+        let mut v4: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
+        let mut v6: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
         for r in &state.routes {
             let t = if r.prefix.is_v4() { &mut v4 } else { &mut v6 };
             t.entry(r.prefix.len128())
                 .or_default()
                 .insert(r.prefix.addr.to_u128(), (r.group, r.size));
         }
-        let sorted = |m: FxHashMap<u8, FxHashMap<u128, (u16, u16)>>| {
+        let sorted = |m: FxHashMap<u8, RoutesOfLength>| {
             let mut v: Vec<_> = m.into_iter().collect();
-            v.sort_by(|a, b| b.0.cmp(&a.0));
+            v.sort_by_key(|e| std::cmp::Reverse(e.0));
             v
         };
         Forwarding {

@@ -111,8 +111,8 @@ pub fn rack_prefixes(topo: &Topology, s: SwitchIx) -> Vec<Prefix> {
         return Vec::new();
     }
     let mut out = Vec::new();
-    let families: [(fn(&super::Host) -> Addr, u8); 2] =
-        [(|h| Addr::v4(h.addr), 24), (|h| Addr::v6(h.addr6), 64)];
+    type AddrOf = fn(&super::Host) -> Addr;
+    let families: [(AddrOf, u8); 2] = [(|h| Addr::v4(h.addr), 24), (|h| Addr::v6(h.addr6), 64)];
     for (addr_of, cap) in families {
         let addrs: Vec<Addr> = mine
             .iter()
