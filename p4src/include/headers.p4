@@ -96,6 +96,8 @@ struct canary_meta_t {
     bit<16> usm_mark;     /* {counted = 1, epoch tag}: the mark a USM hit writes */
     bit<32> usm_tag;      /* epoch, widened: a stateful ALU compares 32-bit PHV words */
     bit<32> dsm_tag;      /* the shim's epoch, widened */
+    bit<15> epoch_prev;   /* the epoch tags next to this switch's: with it, the marks the DSM */
+    bit<15> epoch_next;   /* counts (a switch that missed flips marks older ones) */
     /* forwarding */
     bit<1>  from_host;
     bit<1>  to_host;

@@ -105,8 +105,17 @@ control CanaryIngressCore(inout headers_t hdr, inout canary_meta_t meta, in port
             meta.routed = 1;
         }
 
+        /* The DSM counts a mark of this switch's epoch or of one next to it (flips are not
+         * simultaneous). An older mark comes from a switch that missed flips (unreachable): in
+         * its parity's buckets it would take them from the epoch counting there now. */
+        bit<1> mark_ok = 0;
+        if (hdr.canary.counted == 1 && (hdr.canary.epoch == meta.usm_mark[14:0] ||
+                                        hdr.canary.epoch == meta.epoch_prev ||
+                                        hdr.canary.epoch == meta.epoch_next)) {
+            mark_ok = 1;
+        }
         bit<1> hashpipe_on;
-        downstream_meter.apply(hdr, meta, meters_on, hashpipe_on);
+        downstream_meter.apply(hdr, meta, meters_on, mark_ok, hashpipe_on);
         bit<1> hh_watched;
         bit<32> hh_threshold;
         hh_report.apply(hdr, hh_watched, hh_threshold);

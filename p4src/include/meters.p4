@@ -33,8 +33,8 @@ control CanaryMeter(in bit<1> on, in bit<1> also, in bit<32> id, in bit<32> tag,
  * A hit counts the packet if the upstream USM marked it, in the marked epoch's buckets; a miss
  * at a monitor sends the packet to HashPipe. */
 control DownstreamMeter(in headers_t hdr, in canary_meta_t meta, in bit<1> on,
-                        out bit<1> hashpipe_on) {
-    CanaryMeter(1) buckets;  /* counts when the DSM hit and the packet's mark says counted */
+                        in bit<1> mark_ok, out bit<1> hashpipe_on) {
+    CanaryMeter(1) buckets;  /* counts when the DSM hit and the packet's mark is one to count */
     bit<32> rule_id = 0;
     bit<1> hit = 0;
 
@@ -66,7 +66,7 @@ control DownstreamMeter(in headers_t hdr, in canary_meta_t meta, in bit<1> on,
         if (on == 1) {
             dsm_table.apply();
         }
-        buckets.apply(hit, hdr.canary.counted, rule_id, meta.dsm_tag, meta.c32, meta.c16);
+        buckets.apply(hit, mark_ok, rule_id, meta.dsm_tag, meta.c32, meta.c16);
     }
 }
 

@@ -1,10 +1,11 @@
 //! `canary run`: the controller on real switches.
 //!
-//! Pushes the pipeline and forwarding to every switch, then runs the same epoch loop as the
-//! simulator ([`Controller`]) over a [`Bmv2Fabric`]: flip parity, wait for packets in flight,
-//! harvest and reset, detect, localize, select flows. Each epoch appends one JSON line to the
-//! report file (flushed, so it can be tailed while the daemon runs), prints the table, and
-//! updates the Prometheus metrics.
+//! Configures every switch (pipeline, forwarding, configuration), then runs the same epoch loop
+//! as the simulator ([`Controller`]) over the generic fabric ([`SwitchFabric`]) of the target's
+//! driver: start the next epoch, wait for packets in flight, harvest, detect, localize, select
+//! flows. The target only decides which driver the fabric gets; nothing below it branches on
+//! the target. Each epoch appends one JSON line to the report file (flushed, so it can be tailed
+//! while the daemon runs), prints the table, and updates the Prometheus metrics.
 
 use crate::controller::{Controller, ControllerConfig};
 use crate::metrics::{self, Metrics};
@@ -17,7 +18,9 @@ use canary_core::localize::{CanaryParams, Grouping};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
+use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
+use canary_switch::drivers::tofino::{self, TofinoDriver, TofinoOptions};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
 use canary_switch::p4info::P4InfoIndex;
 use canary_switch::switches::{port_map, SwitchesFile};
@@ -31,7 +34,7 @@ use std::time::Duration;
 pub enum Target {
     /// BMv2 simple_switch_grpc: P4Runtime + Thrift register harvest.
     Bmv2,
-    /// Tofino bf_switchd over BFRuntime.
+    /// Tofino: bf_switchd over BF Runtime (gRPC), the program loaded by bf_switchd.
     Tofino,
 }
 
@@ -58,6 +61,7 @@ pub struct RunOptions {
     pub window: usize,
     pub min_lossy_epochs: u32,
     pub bmv2: Bmv2Options,
+    pub tofino: TofinoOptions,
     /// A switch whose harvest takes longer is left out of the epoch.
     pub harvest_deadline: Duration,
     /// How long to wait at start for switches that are not up yet.
@@ -134,14 +138,8 @@ impl ReportFile {
 pub async fn run(
     opts: RunOptions,
     shutdown: impl Future<Output = ()>,
-    mut on_epoch: impl FnMut(&EpochReport),
+    on_epoch: impl FnMut(&EpochReport),
 ) -> Result<SimulationResult> {
-    if opts.target == Target::Tofino {
-        bail!(
-            "--target tofino: the BFRuntime driver (canary_switch::bfrt) is not wired into a \
-             fabric yet; use --target bmv2"
-        );
-    }
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let faults: Vec<Fault> = match &opts.faults {
         None => vec![],
@@ -155,30 +153,81 @@ pub async fn run(
     let prep = prepare(topo, PathBfParams::default())?;
     let switches_path = opts.switches.display().to_string();
     let bound = SwitchesFile::load(&switches_path)?.bind(&switches_path, &prep.topo)?;
-    let p4 = load_p4(opts.p4.as_deref())?;
     let ports = port_map(&bound);
-    let program = Arc::new(Bmv2Program::new(
-        p4.p4info.clone(),
-        p4.device_config.clone(),
-    )?);
-    let drivers = bound
-        .into_iter()
-        .map(|b| {
-            let monitor = prep.topo.switches[b.ix as usize].monitor;
-            Bmv2Driver::new(b, monitor, program.clone(), opts.bmv2.clone())
-        })
-        .collect();
-    let mut fabric = SwitchFabric::new(
-        &prep.topo,
-        &ports,
-        &prep.codec.masks,
-        drivers,
-        program.program.capacity(),
-        FabricOptions {
-            harvest_deadline: opts.harvest_deadline,
-            attach_only: false,
-        },
-    );
+    let fabric_opts = FabricOptions {
+        harvest_deadline: opts.harvest_deadline,
+        attach_only: false,
+    };
+    match opts.target {
+        Target::Bmv2 => {
+            let p4 = load_p4(opts.p4.as_deref())?;
+            let program = Arc::new(Bmv2Program::new(
+                p4.p4info.clone(),
+                p4.device_config.clone(),
+            )?);
+            let drivers = bound
+                .into_iter()
+                .map(|b| {
+                    let monitor = prep.topo.switches[b.ix as usize].monitor;
+                    Bmv2Driver::new(b, monitor, program.clone(), opts.bmv2.clone())
+                })
+                .collect();
+            let capacity = program.program.capacity();
+            let fabric = SwitchFabric::new(
+                &prep.topo,
+                &ports,
+                &prep.codec.masks,
+                drivers,
+                capacity,
+                fabric_opts,
+            );
+            run_fabric(opts, prep, faults, fabric, shutdown, on_epoch).await
+        }
+        Target::Tofino => {
+            // The program is bf_switchd's: its contract comes from the first switch that
+            // answers, and every switch must run the same build.
+            let deadline = tokio::time::Instant::now() + opts.connect_patience;
+            let program = loop {
+                match tofino::fetch_program(&bound[0], &opts.tofino).await {
+                    Ok(p) => break Arc::new(p),
+                    Err(e) if tokio::time::Instant::now() < deadline => {
+                        tracing::info!("waiting for {}: {e}", bound[0].name);
+                        tokio::time::sleep(Duration::from_millis(500)).await;
+                    }
+                    Err(e) => bail!("cannot read the program from {}: {e}", bound[0].name),
+                }
+            };
+            let drivers = bound
+                .into_iter()
+                .map(|b| {
+                    let s = b.ix as usize;
+                    let monitor = prep.topo.switches[s].monitor;
+                    let mask = prep.codec.masks[s];
+                    TofinoDriver::new(b, monitor, mask, program.clone(), opts.tofino.clone())
+                })
+                .collect();
+            let fabric = SwitchFabric::new(
+                &prep.topo,
+                &ports,
+                &prep.codec.masks,
+                drivers,
+                program.capacity(),
+                fabric_opts,
+            );
+            run_fabric(opts, prep, faults, fabric, shutdown, on_epoch).await
+        }
+    }
+}
+
+/// The daemon over a fabric of any target's switches.
+async fn run_fabric<D: SwitchDriver>(
+    opts: RunOptions,
+    prep: crate::setup::Prepared,
+    faults: Vec<Fault>,
+    mut fabric: SwitchFabric<D>,
+    shutdown: impl Future<Output = ()>,
+    mut on_epoch: impl FnMut(&EpochReport),
+) -> Result<SimulationResult> {
     let metrics = Arc::new(Metrics::new());
     if let Some(addr) = &opts.metrics {
         let bound = metrics::serve(addr, metrics.clone()).await?;

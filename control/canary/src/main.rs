@@ -393,6 +393,12 @@ struct RunArgs {
     /// Seconds to wait at start for switches that are not up yet.
     #[arg(long, default_value_t = 30)]
     connect_timeout_s: u64,
+    /// Tofino: the program's name as bf_switchd loaded it.
+    #[arg(long, default_value = "canary")]
+    p4_name: String,
+    /// Tofino: this controller's BF Runtime client id.
+    #[arg(long, default_value_t = 1)]
+    client_id: u32,
     /// Print only the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -427,6 +433,11 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
             role: a.role,
+            ..Default::default()
+        },
+        tofino: canary_switch::drivers::tofino::TofinoOptions {
+            p4_name: a.p4_name,
+            client_id: a.client_id,
             ..Default::default()
         },
         harvest_deadline: a

@@ -5,6 +5,7 @@ use canary_core::fabric::Parity;
 use canary_core::score::Score;
 use canary_core::select::SelectionStats;
 use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
 use std::fmt::Write;
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
@@ -168,11 +169,34 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     for d in &r.disturbed {
         let _ = writeln!(s, "  ! {}: {}", d.switch, d.detail);
     }
+    // One line per table: the switches where it was full (the worst first), and the rules it
+    // did without. The JSON report keeps every switch.
+    let mut by_table: BTreeMap<&str, Vec<&TableFull>> = BTreeMap::new();
     for f in &r.tables_full {
+        by_table.entry(&f.table).or_default().push(f);
+    }
+    for (table, mut full) in by_table {
+        full.sort_by(|a, b| b.refused.cmp(&a.refused).then(a.switch.cmp(&b.switch)));
+        let refused: u64 = full.iter().map(|f| u64::from(f.refused)).sum();
+        const SHOWN: usize = 4;
+        let names: Vec<String> = full
+            .iter()
+            .take(SHOWN)
+            .map(|f| format!("{} ({})", f.switch, f.refused))
+            .collect();
+        let more = if full.len() > SHOWN {
+            format!(" and {} more", full.len() - SHOWN)
+        } else {
+            String::new()
+        };
         let _ = writeln!(
             s,
-            "  ! {}: {} full ({} rules): {} refused, the segments furthest short of α/β kept",
-            f.switch, f.table, f.size, f.refused
+            "  ! {table} full ({} rules) on {} switch{}: {}{more}; {refused} rules refused, the \
+             segments furthest short of α/β kept",
+            full[0].size,
+            full.len(),
+            if full.len() == 1 { "" } else { "es" },
+            names.join(", ")
         );
     }
     if r.segments_skipped > 0 {

@@ -356,7 +356,9 @@ impl Packets {
             let m = &self.net.switches[s as usize];
             let mut tags = BTreeSet::new();
             for p in 0..2 {
-                tags.extend(m.meters_raw(p).2);
+                let ((_, usm_tag), (_, dsm_tag)) = m.meters_raw(p);
+                tags.extend(usm_tag);
+                tags.extend(dsm_tag);
             }
             for &tag in &tags {
                 let (usm, dsm) = self.rt.block_on(self.fabric.peek_meters(s, tag)).unwrap();

@@ -170,15 +170,16 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
     // are tolerated here, but they are reported.
     let lost = traffic["lost"].as_u64().unwrap();
     let sent_e2e = traffic["sent"].as_u64().unwrap();
-    if lost != dropped {
-        eprintln!(
-            "note: {} packets lost end to end beyond the injected drops",
-            lost - dropped
-        );
-    }
+    // The dropper also drops the link's ARP and neighbour discovery frames, which are not
+    // traffic: the traffic lost can be a few below the frames dropped, never many.
+    eprintln!("traffic lost end to end: {lost}; frames dropped on s1->s2: {dropped}");
     assert!(
-        lost >= dropped && lost - dropped <= sent_e2e / 100,
+        lost <= dropped + sent_e2e / 100,
         "end-to-end loss {lost} vs {dropped} injected drops: BMv2 dropped on its own"
+    );
+    assert!(
+        lost + sent_e2e / 100 >= dropped,
+        "end-to-end loss {lost} vs {dropped} injected drops: the drops did not hit the traffic"
     );
     // Dual-stack hosts with no static neighbour entries: ARP and neighbour discovery crossed the
     // fabric (flooded), IPv6 traffic was delivered, and Canary counted IPv6 flows.

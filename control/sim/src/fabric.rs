@@ -144,6 +144,9 @@ pub struct SimFabric {
     port_seq: u32,
     rng: ChaCha8Rng,
     loss_rng: ChaCha8Rng,
+    /// The switches are configured by a controller through drivers ([`SimFabric::driven`]), not
+    /// by the simulator: their epoch is what was written into them.
+    driven: bool,
     pub stats: SimStats,
 }
 
@@ -220,8 +223,54 @@ impl SimFabric {
             port_seq: 0,
             rng,
             loss_rng,
+            driven: false,
             stats: SimStats::default(),
         }
+    }
+
+    /// The data plane alone, for a controller that configures the switches itself through
+    /// drivers (the chaos driver): switches boot empty (no forwarding, no configuration, no
+    /// rules), so nothing is routed until the controller has pushed their forwarding; each
+    /// switch counts in the epoch its configuration was last given. Time advances with
+    /// [`SimFabric::advance`]; HH digests are taken per switch ([`SimFabric::take_reports_of`]).
+    pub fn driven(
+        topo: Topology,
+        codec: &PathBfCodec,
+        loss: Vec<f64>,
+        cfg: SimConfig,
+        ports: PortMap,
+    ) -> Self {
+        let mut f = Self::with_ports(topo, codec, loss, cfg, ports);
+        for sw in &mut f.switches {
+            sw.model = SwitchModel::new(f.cfg.capacity);
+        }
+        f.driven = true;
+        f
+    }
+
+    /// Switch `s`'s model, for a driver to write into and read from.
+    pub fn switch_mut(&mut self, s: SwitchIx) -> &mut SwitchModel {
+        &mut self.switches[s as usize].model
+    }
+
+    /// Lets `d` of fabric time pass: traffic flows, packets are counted.
+    pub fn advance(&mut self, d: Duration) {
+        self.advance_to(self.now + d.as_nanos() as u64);
+    }
+
+    /// The HH digests switch `s` sent since they were last taken.
+    pub fn take_reports_of(&mut self, s: SwitchIx) -> Vec<HhReport> {
+        let (mine, rest): (Vec<HhReport>, Vec<HhReport>) = std::mem::take(&mut self.reports)
+            .into_iter()
+            .partition(|r| r.switch == s);
+        self.reports = rest;
+        self.reported.retain(|(sw, _)| *sw != s);
+        mine
+    }
+
+    /// Whether switch `s` is down (forwarding nothing).
+    pub fn is_down(&self, s: SwitchIx) -> bool {
+        self.switches[s as usize].down
     }
 
     pub fn topology(&self) -> &Topology {
@@ -244,7 +293,12 @@ impl SimFabric {
     /// configuration pushed again.
     pub fn set_switch_down(&mut self, s: SwitchIx, down: bool) {
         let sw = &mut self.switches[s as usize];
-        if sw.down && !down {
+        if self.driven {
+            // A restart: the switch comes back empty; its controller configures it again.
+            if sw.down && !down {
+                sw.model.restart();
+            }
+        } else if sw.down && !down {
             sw.model = configured(
                 &self.cfg,
                 &self.topo,
@@ -453,11 +507,13 @@ impl SimFabric {
             if sw.down {
                 return self.finish(fi, false);
             }
-            let tag = epoch_tag(sw.epoch_at(p.t));
-            let mut config = sw.model.config();
-            if config.epoch != tag {
-                config.epoch = tag;
-                sw.model.set_config(config);
+            if !self.driven {
+                let tag = epoch_tag(sw.epoch_at(p.t));
+                let mut config = sw.model.config();
+                if config.epoch != tag {
+                    config.epoch = tag;
+                    sw.model.set_config(config);
+                }
             }
             if let Some(d) = sw.model.monitor(&f.id, f.h, &mut p.shim, last) {
                 if self.reported.insert((s, d.flow)) {

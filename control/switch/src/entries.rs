@@ -11,13 +11,13 @@
 
 use crate::contract::Table;
 use canary_core::fabric::RuleOp;
-use canary_core::model::SwitchConfig;
+use canary_core::model::{epoch_window, SwitchConfig};
 use canary_core::sketch::{ecmp_mod_term, ecmp_mul_term};
 use canary_core::topo::ForwardingState;
 use canary_core::FlowId;
 
 /// The value of one key field.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub enum Key {
     Exact(u128),
     /// Value and prefix length (on the field's width).
@@ -80,12 +80,21 @@ pub struct Forwarding {
     pub groups: Vec<McGroup>,
 }
 
-/// The keyless `switch_config` table's default action.
+/// The keyless `switch_config` table's default action (the epoch's neighbours with it).
 pub fn config(c: SwitchConfig) -> Entry {
     Entry {
         table: Table::SwitchConfig,
         keys: vec![],
-        args: vec![u128::from(c.monitor), c.mask.into(), c.epoch.into()],
+        args: {
+            let [prev, _, next] = epoch_window(c.epoch);
+            vec![
+                u128::from(c.monitor),
+                c.mask.into(),
+                c.epoch.into(),
+                prev.into(),
+                next.into(),
+            ]
+        },
         default: true,
     }
 }

@@ -20,7 +20,7 @@
 use crate::driver::{Attach, DriverError, SwitchDriver};
 use crate::entries::{self, Change, Write};
 use crate::meters::{self, Decoded};
-use crate::rule_ids::RuleIds;
+use crate::rule_ids::{RuleIds, RuleKey};
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{
     Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
@@ -97,11 +97,44 @@ enum Up {
     Repushed,
 }
 
-/// The generic fabric over drivers of type `D`.
-pub struct SwitchFabric<D> {
+/// Where a fabric's time comes from: the wall clock for real switches; for the chaos driver, the
+/// simulated data plane's, which lets traffic flow while the controller waits.
+#[allow(async_fn_in_trait)]
+pub trait Clock {
+    /// Time since the fabric was connected.
+    fn now(&self) -> Duration;
+    async fn wait(&mut self, d: Duration);
+    /// The fabric is connected: time starts.
+    fn start(&mut self) {}
+}
+
+/// Real time.
+#[derive(Clone, Copy, Debug)]
+pub struct WallClock(Instant);
+
+impl Default for WallClock {
+    fn default() -> Self {
+        WallClock(Instant::now())
+    }
+}
+
+impl Clock for WallClock {
+    fn now(&self) -> Duration {
+        self.0.elapsed()
+    }
+    async fn wait(&mut self, d: Duration) {
+        tokio::time::sleep(d).await;
+    }
+    fn start(&mut self) {
+        self.0 = Instant::now();
+    }
+}
+
+/// The generic fabric over drivers of type `D`, on clock `C`.
+pub struct SwitchFabric<D, C = WallClock> {
     slots: Vec<Slot<D>>,
     opts: FabricOptions,
-    start: Instant,
+    clock: C,
     epoch: u64,
     capacity: Capacity,
     events: Vec<(SwitchIx, SwitchError)>,
@@ -115,7 +148,7 @@ fn switch_error(e: DriverError) -> SwitchError {
     }
 }
 
-impl<D: SwitchDriver> SwitchFabric<D> {
+impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
     /// One driver per switch of `topo`, in topology order; `ports` are the switches' ports,
     /// `masks` their pathBF masks. Nothing is contacted until [`SwitchFabric::connect`].
     pub fn new(
@@ -152,7 +185,7 @@ impl<D: SwitchDriver> SwitchFabric<D> {
         Self {
             slots,
             opts,
-            start: Instant::now(),
+            clock: WallClock::default(),
             epoch: 0,
             capacity,
             events: Vec::new(),
@@ -160,6 +193,21 @@ impl<D: SwitchDriver> SwitchFabric<D> {
         }
     }
 
+    /// The same fabric on another clock.
+    pub fn with_clock<C: Clock>(self, clock: C) -> SwitchFabric<D, C> {
+        SwitchFabric {
+            slots: self.slots,
+            opts: self.opts,
+            clock,
+            epoch: self.epoch,
+            capacity: self.capacity,
+            events: self.events,
+            counters: self.counters,
+        }
+    }
+}
+
+impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// Connects to every switch and configures it, retrying switches that are not up yet until
     /// `patience` has passed. Fails when any switch cannot be configured by then: a run starts
     /// on a whole fabric.
@@ -188,7 +236,7 @@ impl<D: SwitchDriver> SwitchFabric<D> {
             tracing::info!("waiting for {} switches: {}", errors.len(), errors[0]);
             tokio::time::sleep(Duration::from_millis(500)).await;
         }
-        self.start = Instant::now();
+        self.clock.start();
         Ok(())
     }
 
@@ -375,13 +423,13 @@ async fn harvest_one<D: SwitchDriver>(
     ))
 }
 
-impl<D: SwitchDriver> Fabric for SwitchFabric<D> {
+impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
     fn now(&self) -> Duration {
-        self.start.elapsed()
+        self.clock.now()
     }
 
     async fn wait(&mut self, d: Duration) {
-        tokio::time::sleep(d).await;
+        self.clock.wait(d).await;
     }
 
     fn capacity(&self) -> Capacity {
@@ -545,11 +593,13 @@ impl<D: SwitchDriver> Fabric for SwitchFabric<D> {
     }
 }
 
-impl<D: SwitchDriver> SwitchFabric<D> {
+impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// One wave of rule changes, every switch written in parallel.
     async fn apply_wave(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
         let mut per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Write)>> = BTreeMap::new();
         let mut failed = Vec::new();
+        // HH rules inserted (not modified) by this wave: a refused one is not on the switch.
+        let mut new_hh: BTreeSet<(SwitchIx, u32)> = BTreeSet::new();
         for op in ops {
             let Some(slot) = self.slots.get_mut(op.switch() as usize) else {
                 failed.push((op.clone(), SwitchError::Other("no such switch".into())));
@@ -570,6 +620,11 @@ impl<D: SwitchDriver> SwitchFabric<D> {
             };
             if !change {
                 continue;
+            }
+            if let RuleOp::InstallHh { path_bf, .. } = *op {
+                if !modify {
+                    new_hh.insert((op.switch(), path_bf));
+                }
             }
             // A removal retires its ID even if the switch then refuses the delete: a bucket
             // holding it after two harvests fails the harvest loudly rather than being decoded
@@ -612,6 +667,32 @@ impl<D: SwitchDriver> SwitchFabric<D> {
         .await;
         for r in results {
             failed.extend(r);
+        }
+        // A switch that refused an install does not hold the rule: it is not re-pushed after a
+        // restart, and removing it later writes nothing. (An unreachable switch gets it when it
+        // is configured again.)
+        for (op, e) in &failed {
+            if !op.is_install() || matches!(e, SwitchError::Unreachable(_)) {
+                continue;
+            }
+            let Some(slot) = self.slots.get_mut(op.switch() as usize) else {
+                continue;
+            };
+            let r = &mut slot.rules;
+            match *op {
+                RuleOp::InstallDsm { flow, path_bf, .. } => {
+                    r.dsm.remove(&(flow, path_bf));
+                    slot.ids.remove(&RuleKey::Dsm(flow, path_bf));
+                }
+                RuleOp::InstallUsm { flow, .. } => {
+                    r.usm.remove(&flow);
+                    slot.ids.remove(&RuleKey::Usm(flow));
+                }
+                RuleOp::InstallHh { path_bf, .. } if new_hh.contains(&(op.switch(), path_bf)) => {
+                    r.hh.remove(&path_bf);
+                }
+                _ => {}
+            }
         }
         failed
     }

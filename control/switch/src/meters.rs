@@ -264,6 +264,26 @@ pub fn merge_pipes(mut pipes: Vec<Decoded>) -> Decoded {
     }
 }
 
+/// [`encode`], or all-zero registers of meter shape `shape` when there is nothing to encode.
+pub fn encode_or_zero(
+    shape: MeterConfig,
+    parts: &[(u16, &Usm, &Dsm)],
+    id_of: impl Fn(RuleKey) -> Option<u32>,
+) -> MeterCells {
+    if parts.is_empty() {
+        let zero = || {
+            (0..shape.rows)
+                .map(|_| RowCells::zeroed(2 * shape.width))
+                .collect()
+        };
+        return MeterCells {
+            usm: zero(),
+            dsm: zero(),
+        };
+    }
+    encode(shape.width, parts, id_of)
+}
+
 /// The registers that hold `usm` and `dsm` as the meters of the epoch with tag `tag` in its
 /// parity, every other cell zero: what a switch's registers are when they counted exactly that.
 /// `id_of` gives each rule's ID. (The chaos driver's switch, and tests.)

@@ -28,8 +28,8 @@ mod packet;
 pub mod wire;
 
 pub use packet::{
-    epoch_tag, Packet, Shim, EPOCH_TAGS, EPOCH_TAG_BITS, ETHERTYPE_ARP, ETHERTYPE_CANARY,
-    ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_LLDP, L3,
+    epoch_tag, epoch_window, Packet, Shim, EPOCH_TAGS, EPOCH_TAG_BITS, ETHERTYPE_ARP,
+    ETHERTYPE_CANARY, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_LLDP, L3,
 };
 
 use crate::capacity::Capacity;
@@ -40,6 +40,9 @@ use crate::sketch::{ecmp_member, Dsm, FlowHashes, HashPipe, Usm};
 use crate::topo::{ForwardingState, Replica};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
+
+/// A meter instance and the tag of the epoch it holds (`None`: never written).
+pub type Instance<'a, M> = (&'a M, Option<u16>);
 
 /// The keyless `switch_config` table's action: what the controller sets per switch.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -280,6 +283,11 @@ impl SwitchModel {
         self.rules.dsm.contains(&(*flow, path_bf))
     }
 
+    /// η of the HH rule on `path_bf`, if there is one.
+    pub fn hh_eta(&self, path_bf: u32) -> Option<u32> {
+        self.rules.hh.get(&path_bf).copied()
+    }
+
     /// One packet arriving on `in_port`: updates `pkt` to what leaves (the shim pushed,
     /// stamped, marked or removed) and the switch's registers.
     pub fn process(&mut self, pkt: &mut Packet, in_port: u32) -> Hop {
@@ -353,7 +361,7 @@ impl SwitchModel {
         let mut digest = None;
         if monitor {
             if self.rules.dsm.contains(&(*flow, shim.path_bf)) {
-                if shim.counted {
+                if shim.counted && epoch_window(self.config.epoch).contains(&shim.epoch) {
                     let m = Self::instance(&mut self.dsm, shim.epoch);
                     m.update(flow, h, shim.path_bf);
                 }
@@ -420,9 +428,14 @@ impl SwitchModel {
         (usm, dsm)
     }
 
-    /// The meters of parity `p` as they are, whatever epoch they hold.
-    pub fn meters_raw(&self, p: usize) -> (&Usm, &Dsm, Option<u16>) {
-        (&self.usm[p].meter, &self.dsm[p].meter, self.usm[p].tag)
+    /// The meters of parity `p` as they are, each with the tag of the epoch it holds (the USM
+    /// counts in its switch's epoch, the DSM in the epoch packets were marked with, so the two
+    /// can differ while a switch is not flipped).
+    pub fn meters_raw(&self, p: usize) -> (Instance<'_, Usm>, Instance<'_, Dsm>) {
+        (
+            (&self.usm[p].meter, self.usm[p].tag),
+            (&self.dsm[p].meter, self.dsm[p].tag),
+        )
     }
 
     pub fn hashpipe(&self) -> &HashPipe {
@@ -432,6 +445,31 @@ impl SwitchModel {
     /// The controller clears HashPipe every epoch, so heavy hitters are the last epoch's.
     pub fn clear_hashpipe(&mut self) {
         self.hashpipe.reset();
+    }
+
+    /// Empties the rule tables asked for (a controller clearing them).
+    pub fn clear_rules(&mut self, usm: bool, dsm: bool, hh: bool) {
+        if usm {
+            self.rules.usm.clear();
+        }
+        if dsm {
+            self.rules.dsm.clear();
+        }
+        if hh {
+            self.rules.hh.clear();
+        }
+    }
+
+    /// Every meter register back to zero: no epoch holds any bucket.
+    pub fn clear_meters(&mut self) {
+        for t in self.usm.iter_mut() {
+            t.meter.reset_all();
+            t.tag = None;
+        }
+        for t in self.dsm.iter_mut() {
+            t.meter.reset_all();
+            t.tag = None;
+        }
     }
 
     /// A restart: tables, registers and counters lost; the capacity is the program's.

@@ -25,6 +25,17 @@ pub fn epoch_tag(epoch: u64) -> u16 {
     (2 + epoch % EPOCH_TAGS) as u16
 }
 
+/// The marks a DSM in the epoch with tag `tag` counts: `[previous, tag, next]` (wrapping). Flips
+/// are not simultaneous, so packets arrive marked one epoch behind or ahead; a mark further off
+/// comes from a switch that missed flips, and counting it would take buckets of its parity from
+/// the epoch counting there now.
+pub fn epoch_window(tag: u16) -> [u16; 3] {
+    let (first, last) = (2u16, (1 + EPOCH_TAGS) as u16);
+    let prev = if tag <= first { last } else { tag - 1 };
+    let next = if tag >= last { first } else { tag + 1 };
+    [prev, tag, next]
+}
+
 /// The Canary shim: 8 bytes between the Ethernet header and the frame's own EtherType, on fabric
 /// links only. Pushed by the first switch, removed before a frame leaves to a host.
 ///

@@ -119,7 +119,13 @@ pub const TABLES: [TableSpec; 15] = [
         name: "switch_config",
         keys: &[],
         action: "set_config",
-        params: &[("monitor", 1), ("mask", 32), ("epoch", 15)],
+        params: &[
+            ("monitor", 1),
+            ("mask", 32),
+            ("epoch", 15),
+            ("epoch_prev", 15),
+            ("epoch_next", 15),
+        ],
     },
     TableSpec {
         table: Table::IpRoute,

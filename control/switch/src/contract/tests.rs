@@ -91,7 +91,11 @@ fn an_action_with_other_parameters_is_named() {
     a.params[2].bitwidth = 1;
     let e = resolve(&p).unwrap_err().to_string();
     assert!(
-        e.contains("set_config`: has parameters [monitor/1, mask/32, epoch/1], Canary passes [monitor/1, mask/32, epoch/15]"),
+        e.contains(
+            "set_config`: has parameters [monitor/1, mask/32, epoch/1, epoch_prev/15, \
+             epoch_next/15], Canary passes [monitor/1, mask/32, epoch/15, epoch_prev/15, \
+             epoch_next/15]"
+        ),
         "{e}"
     );
 }

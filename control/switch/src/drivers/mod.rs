@@ -1,4 +1,7 @@
 //! The switch drivers behind [`crate::driver::SwitchDriver`].
 
+pub mod bfruntime;
 pub mod bmv2;
+pub mod chaos;
 pub mod p4runtime;
+pub mod tofino;

@@ -1,0 +1,406 @@
+//! The chaos driver: a switch of the simulated data plane (`canary_sim::SimFabric::driven`,
+//! the reference model at every hop, real traffic and loss) behind the driver interface, so
+//! the generic fabric and the controller run above it exactly as above BMv2 or Tofino, and
+//! faults can be injected that real switches show only now and then:
+//!
+//! * [`Fault::Disconnect`]: the control channel drops; the switch keeps forwarding and counting.
+//! * [`Fault::Restart`]: the switch reboots: it forwards nothing for a while, then answers with
+//!   empty tables and registers.
+//! * [`Fault::SlowHarvest`]: register reads take longer than the epoch allows.
+//! * [`Fault::TornRead`]: a register read returns only part of the cells.
+//! * [`Fault::DigestFlood`]: far more HH digests than the digest queue holds.
+//! * [`Fault::RefuseWrites`]: rule writes are refused.
+//! * [`Fault::OtherPipeline`]: the switch comes back running another program.
+//!
+//! Faults are injected by a test ([`ChaosDriver::inject`]) or drawn from a seeded plan
+//! ([`ChaosPlan`]). Tables, registers and answers are [`crate::model_target`]'s: what the
+//! program does. The data plane's time is the fabric's ([`PlaneClock`]): it passes, and traffic
+//! flows, while the controller waits.
+
+use crate::contract::Program;
+use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::entries::{McGroup, Write};
+use crate::fabric::Clock;
+use crate::meters::{Cell, MeterCells};
+use crate::model_target::ModelTables;
+use canary_core::fabric::Fabric;
+use canary_core::topo::SwitchIx;
+use canary_core::FlowId;
+use canary_sim::SimFabric;
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+/// The simulated data plane every chaos driver of a fabric shares.
+pub type Plane = Arc<Mutex<SimFabric>>;
+
+fn lock(plane: &Plane) -> MutexGuard<'_, SimFabric> {
+    // A test that panicked while holding the plane has failed already.
+    plane.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// The data plane's clock: waiting lets its traffic flow.
+#[derive(Clone)]
+pub struct PlaneClock(pub Plane);
+
+impl Clock for PlaneClock {
+    fn now(&self) -> Duration {
+        lock(&self.0).now()
+    }
+    async fn wait(&mut self, d: Duration) {
+        lock(&self.0).advance(d);
+        tokio::task::yield_now().await;
+    }
+}
+
+/// A fault of one switch.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Fault {
+    /// The control channel drops; the next `attempts` connects fail. Forwarding and counting go
+    /// on; the switch comes back with its state.
+    Disconnect { attempts: u32 },
+    /// The switch reboots: it forwards nothing for `down` of fabric time, then answers with
+    /// empty tables and registers, and no pipeline.
+    Restart { down: Duration },
+    /// The next `reads` register reads take `delay` of real time.
+    SlowHarvest { delay: Duration, reads: u32 },
+    /// The next register read stops after part of the cells.
+    TornRead,
+    /// `n` HH digests arrive at once (flows nobody monitors on the pathBF of a watched segment).
+    DigestFlood { n: usize, path_bf: u32 },
+    /// The next `n` rule writes (USM, DSM and HH entries) are refused.
+    RefuseWrites { n: usize },
+    /// The switch restarts running another program. `replaceable`: loading ours replaces it
+    /// (BMv2); otherwise it is refused (a Tofino whose `bf_switchd` loaded another program).
+    OtherPipeline { replaceable: bool },
+}
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Pipeline {
+    None,
+    Ours,
+    Other { replaceable: bool },
+}
+
+#[derive(Clone, Debug)]
+pub struct ChaosOptions {
+    /// HH digests held between two takes; the excess is dropped and counted.
+    pub digest_queue: usize,
+}
+
+impl Default for ChaosOptions {
+    fn default() -> Self {
+        Self { digest_queue: 4096 }
+    }
+}
+
+/// One switch of the plane as a driver sees it.
+pub struct ChaosDriver {
+    name: String,
+    ix: SwitchIx,
+    plane: Plane,
+    program: Arc<Program>,
+    opts: ChaosOptions,
+    tables: ModelTables,
+    pipeline: Pipeline,
+    connected: bool,
+    refuse_connects: u32,
+    /// Fabric time the switch is back after a restart.
+    down_until: Option<Duration>,
+    slow: Option<(Duration, u32)>,
+    torn: bool,
+    refuse_writes: usize,
+    flood: Vec<(FlowId, u32)>,
+    dropped: u64,
+    /// What was injected, in order (for tests and logs).
+    pub injected: Vec<Fault>,
+}
+
+impl ChaosDriver {
+    pub fn new(
+        name: impl Into<String>,
+        ix: SwitchIx,
+        plane: Plane,
+        program: Arc<Program>,
+        opts: ChaosOptions,
+    ) -> Self {
+        Self {
+            name: name.into(),
+            ix,
+            plane,
+            program,
+            opts,
+            tables: ModelTables::default(),
+            pipeline: Pipeline::None,
+            connected: false,
+            refuse_connects: 0,
+            down_until: None,
+            slow: None,
+            torn: false,
+            refuse_writes: 0,
+            flood: Vec::new(),
+            dropped: 0,
+            injected: Vec::new(),
+        }
+    }
+
+    /// Injects `fault` now.
+    pub fn inject(&mut self, fault: Fault) {
+        tracing::info!(switch = self.name, ?fault, "chaos");
+        match &fault {
+            Fault::Disconnect { attempts } => {
+                self.connected = false;
+                self.refuse_connects = *attempts;
+            }
+            Fault::Restart { down } => self.restart(*down, Pipeline::None),
+            Fault::SlowHarvest { delay, reads } => self.slow = Some((*delay, *reads)),
+            Fault::TornRead => self.torn = true,
+            Fault::DigestFlood { n, path_bf } => {
+                self.flood.extend((0..*n).map(|i| {
+                    let i = i as u32;
+                    (
+                        FlowId::v4(0x0afe_0000 | (i >> 16), 0x0afd_0001, 17, i as u16, 9),
+                        *path_bf,
+                    )
+                }));
+            }
+            Fault::RefuseWrites { n } => self.refuse_writes = *n,
+            Fault::OtherPipeline { replaceable } => self.restart(
+                Duration::ZERO,
+                Pipeline::Other {
+                    replaceable: *replaceable,
+                },
+            ),
+        }
+        self.injected.push(fault);
+    }
+
+    fn restart(&mut self, down: Duration, comes_back_with: Pipeline) {
+        let mut plane = lock(&self.plane);
+        plane.set_switch_down(self.ix, true);
+        let model = plane.switch_mut(self.ix);
+        self.tables.restart(model);
+        self.down_until = Some(plane.now() + down);
+        drop(plane);
+        self.pipeline = comes_back_with;
+        self.connected = false;
+    }
+
+    /// The switch's model state as the tables hold it (for tests).
+    pub fn tables(&self) -> &ModelTables {
+        &self.tables
+    }
+
+    fn check(&self) -> Result<(), DriverError> {
+        if self.connected {
+            Ok(())
+        } else {
+            Err(DriverError::Unreachable(format!(
+                "{}: not connected",
+                self.name
+            )))
+        }
+    }
+}
+
+impl SwitchDriver for ChaosDriver {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn connect(&mut self) -> Result<Attach, DriverError> {
+        self.connected = false;
+        if let Some(until) = self.down_until {
+            let mut plane = lock(&self.plane);
+            if plane.now() < until {
+                return Err(DriverError::Unreachable(format!(
+                    "{}: rebooting",
+                    self.name
+                )));
+            }
+            plane.set_switch_down(self.ix, false);
+            self.down_until = None;
+        }
+        if self.refuse_connects > 0 {
+            self.refuse_connects -= 1;
+            return Err(DriverError::Unreachable(format!(
+                "{}: connection refused",
+                self.name
+            )));
+        }
+        self.connected = true;
+        Ok(match self.pipeline {
+            Pipeline::Ours => Attach::Kept,
+            _ => Attach::Fresh,
+        })
+    }
+
+    fn connected(&self) -> bool {
+        self.connected
+    }
+
+    async fn load_pipeline(&mut self) -> Result<(), DriverError> {
+        self.check()?;
+        if self.pipeline == (Pipeline::Other { replaceable: false }) {
+            return Err(DriverError::Program(format!(
+                "{}: the switch runs another program, which cannot be replaced from here",
+                self.name
+            )));
+        }
+        // A new pipeline starts empty.
+        let mut plane = lock(&self.plane);
+        self.tables.restart(plane.switch_mut(self.ix));
+        self.pipeline = Pipeline::Ours;
+        Ok(())
+    }
+
+    fn program(&self) -> Option<&Program> {
+        Some(&self.program)
+    }
+
+    async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        if let Err(e) = self.check() {
+            return (0..writes.len()).map(|i| (i, e.clone())).collect();
+        }
+        let mut refused = Vec::new();
+        let mut pass = Vec::new();
+        let mut index = Vec::new();
+        for (i, w) in writes.iter().enumerate() {
+            let rule = matches!(
+                w.entry.table,
+                crate::contract::Table::Usm
+                    | crate::contract::Table::Dsm
+                    | crate::contract::Table::Hh
+            );
+            if rule && self.refuse_writes > 0 {
+                self.refuse_writes -= 1;
+                refused.push((i, DriverError::Refused("chaos: write refused".into())));
+            } else {
+                pass.push(w.clone());
+                index.push(i);
+            }
+        }
+        let mut plane = lock(&self.plane);
+        let failed = self.tables.write(plane.switch_mut(self.ix), &pass);
+        refused.extend(
+            failed
+                .into_iter()
+                .map(|(j, e)| (index[j], DriverError::Refused(e.to_string()))),
+        );
+        refused.sort_by_key(|(i, _)| *i);
+        refused
+    }
+
+    async fn write_groups(&mut self, groups: &[McGroup]) -> Result<(), DriverError> {
+        self.check()?;
+        let mut plane = lock(&self.plane);
+        self.tables.write_groups(plane.switch_mut(self.ix), groups);
+        Ok(())
+    }
+
+    async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
+        self.check()?;
+        if let Some((delay, reads)) = self.slow {
+            self.slow = (reads > 1).then_some((delay, reads - 1));
+            tokio::time::sleep(delay).await;
+        }
+        let mut cells = {
+            let mut plane = lock(&self.plane);
+            self.tables.meter_cells(plane.switch_mut(self.ix))
+        };
+        if std::mem::take(&mut self.torn) {
+            // The read stopped halfway through the last DSM row.
+            if let Some(row) = cells.dsm.last_mut() {
+                let half = row.count.len() / 2;
+                row.count.truncate(half);
+            }
+        }
+        Ok(vec![cells])
+    }
+
+    async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
+        self.check()?;
+        let mut plane = lock(&self.plane);
+        self.tables.clear_cells(plane.switch_mut(self.ix), cells);
+        Ok(())
+    }
+
+    async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
+        self.check()?;
+        lock(&self.plane).switch_mut(self.ix).clear_hashpipe();
+        Ok(())
+    }
+
+    fn take_digests(&mut self) -> Digests {
+        let mut reports: Vec<(FlowId, u32)> = lock(&self.plane)
+            .take_reports_of(self.ix)
+            .into_iter()
+            .map(|r| (r.flow, r.path_bf))
+            .collect();
+        reports.append(&mut self.flood);
+        if reports.len() > self.opts.digest_queue {
+            self.dropped += (reports.len() - self.opts.digest_queue) as u64;
+            reports.truncate(self.opts.digest_queue);
+        }
+        if !self.connected {
+            // Digests sent while nobody listened are lost.
+            self.dropped += reports.len() as u64;
+            reports.clear();
+        }
+        Digests {
+            reports,
+            dropped_total: self.dropped,
+            bad: vec![],
+        }
+    }
+}
+
+/// A seeded plan of faults: which switch gets which fault before which epoch.
+#[derive(Clone, Debug, Default)]
+pub struct ChaosPlan {
+    pub faults: Vec<(u64, SwitchIx, Fault)>,
+}
+
+impl ChaosPlan {
+    /// `n` faults drawn with seed `seed` over epochs `2..epochs` and switches `switches`,
+    /// at most one per epoch.
+    pub fn random(
+        seed: u64,
+        epochs: u64,
+        switches: &[SwitchIx],
+        n: usize,
+        epoch: Duration,
+    ) -> Self {
+        let mut rng = ChaCha8Rng::seed_from_u64(seed);
+        let mut slots: Vec<u64> = (2..epochs.saturating_sub(1)).collect();
+        let mut faults = Vec::new();
+        for _ in 0..n.min(slots.len()) {
+            let e = slots.swap_remove(rng.random_range(0..slots.len()));
+            let s = switches[rng.random_range(0..switches.len())];
+            let f = match rng.random_range(0..6) {
+                0 => Fault::Disconnect {
+                    attempts: rng.random_range(1..3),
+                },
+                1 => Fault::Restart { down: epoch / 2 },
+                2 => Fault::SlowHarvest {
+                    delay: Duration::from_millis(300),
+                    reads: 1,
+                },
+                3 => Fault::TornRead,
+                4 => Fault::RefuseWrites {
+                    n: rng.random_range(1..50),
+                },
+                _ => Fault::OtherPipeline { replaceable: true },
+            };
+            faults.push((e, s, f));
+        }
+        faults.sort_by_key(|f| f.0);
+        ChaosPlan { faults }
+    }
+
+    /// The faults due before epoch `epoch`.
+    pub fn due(&self, epoch: u64) -> impl Iterator<Item = &(u64, SwitchIx, Fault)> {
+        self.faults.iter().filter(move |f| f.0 == epoch)
+    }
+}

@@ -1,0 +1,630 @@
+//! The Tofino driver: BF Runtime over gRPC, the interface of `bf_switchd` (the SDE's switch
+//! daemon, which loads the compiled program at start).
+//!
+//! * connect: the stream channel (subscribe as master of the device, learn notifications on),
+//!   then the device's programs (`GetForwardingPipelineConfig`): Canary's contract is resolved
+//!   from the program's `bfrt.json` and the packet replication engine from the non-P4 one. A
+//!   switch whose program does not fit the contract is refused, naming what differs.
+//! * load_pipeline: BIND this client to the loaded program (a program cannot be pushed over
+//!   BF-RT the way P4Runtime pushes one) and clear Canary's tables, registers and multicast
+//!   groups, so the switch holds nothing before it is configured.
+//! * write: table entries in Writes of [`TofinoOptions::write_batch`]; per-update failures are
+//!   read from the status details.
+//! * read_meters: the registers' `Sync` operation, then one Read of every meter register; each
+//!   value comes once per pipe, and the fabric merges pipes.
+//! * digests: a task reads the stream, acknowledges every learn list and queues its digests
+//!   (bounded; the excess is dropped and counted).
+//!
+//! A switch is taken as having kept Canary's state when its `switch_config` still holds this
+//! switch's configuration (monitor flag and mask): after `bf_switchd` restarts every table is
+//! empty, and the default entry reads back as zeros.
+
+use super::bfruntime::{self, PreTables};
+use crate::contract::{Program, Table};
+use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::entries::{McGroup, Write};
+use crate::meters::{Cell, MeterCells};
+use crate::switches::BoundSwitch;
+use bfrt_proto::bfrt::{
+    self, bf_runtime_client::BfRuntimeClient, data_field, entity,
+    set_forwarding_pipeline_config_request as fpc, stream_message_request, stream_message_response,
+    update, write_request, ForwardingPipelineConfig, GetForwardingPipelineConfigRequest,
+    ReadRequest, SetForwardingPipelineConfigRequest, StreamMessageRequest, Subscribe, TableEntry,
+    TargetDevice, Update, WriteRequest,
+};
+use bfrt_proto::google::rpc;
+use prost::Message;
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::mpsc;
+use tokio_stream::wrappers::ReceiverStream;
+use tonic::transport::{Channel, Endpoint};
+
+/// All pipes (`BF_DEV_PIPE_ALL`).
+pub const ALL_PIPES: u32 = 0xffff;
+/// Both directions, all parsers.
+pub const ALL: u32 = 0xff;
+
+#[derive(Clone, Debug)]
+pub struct TofinoOptions {
+    /// The program's name as `bf_switchd` loaded it.
+    pub p4_name: String,
+    pub client_id: u32,
+    /// Deadline of connecting and of every call.
+    pub timeout: Duration,
+    /// HH digests queued between two takes; the excess is dropped and counted.
+    pub digest_queue: usize,
+    /// Updates per Write.
+    pub write_batch: usize,
+}
+
+impl Default for TofinoOptions {
+    fn default() -> Self {
+        Self {
+            p4_name: "canary".into(),
+            client_id: 1,
+            timeout: Duration::from_secs(2),
+            digest_queue: 4096,
+            write_batch: 1000,
+        }
+    }
+}
+
+/// What the stream task shares with the driver.
+#[derive(Default)]
+struct StreamShared {
+    closed: AtomicBool,
+    dropped: AtomicU64,
+    digests: Mutex<Vec<bfrt::DigestList>>,
+}
+
+struct Session {
+    rpc: BfRuntimeClient<Channel>,
+    shared: Arc<StreamShared>,
+    _tx: mpsc::Sender<StreamMessageRequest>,
+}
+
+pub struct TofinoDriver {
+    bound: BoundSwitch,
+    monitor: bool,
+    mask: u32,
+    opts: TofinoOptions,
+    /// The contract as the run resolved it (from the first switch or the given bfrt.json):
+    /// every switch must run the same program.
+    expected: Arc<Program>,
+    program: Option<Program>,
+    pre: Option<PreTables>,
+    session: Option<Session>,
+}
+
+fn unreachable(e: impl std::fmt::Display) -> DriverError {
+    DriverError::Unreachable(e.to_string())
+}
+
+fn from_status(name: &str, what: &str, s: tonic::Status) -> DriverError {
+    let m = format!("{name}: {what}: {:?}: {}", s.code(), s.message());
+    match s.code() {
+        tonic::Code::Unavailable | tonic::Code::DeadlineExceeded | tonic::Code::Cancelled => {
+            DriverError::Unreachable(m)
+        }
+        _ => DriverError::Refused(m),
+    }
+}
+
+/// Per-update failures of a Write, from the status details (a `google.rpc.Status` whose details
+/// hold one `bfrt_proto.Error` per update, in order; OK ones mark updates that went in).
+fn failed_updates(s: &tonic::Status) -> Vec<(usize, String)> {
+    let mut out = Vec::new();
+    if let Ok(st) = rpc::Status::decode(s.details()) {
+        for (i, any) in st.details.iter().enumerate() {
+            if let Ok(e) = bfrt::Error::decode(any.value.as_slice()) {
+                if e.canonical_code != 0 {
+                    out.push((i, e.message));
+                }
+            }
+        }
+    }
+    out
+}
+
+/// Connects, subscribes and fetches the device's programs: (session, Canary's bfrt.json, the
+/// non-P4 bfrt.json).
+async fn open(
+    bound: &BoundSwitch,
+    opts: &TofinoOptions,
+) -> Result<(Session, Vec<u8>, Vec<u8>), DriverError> {
+    let name = &bound.name;
+    let url = format!("http://{}", bound.endpoint.grpc);
+    let channel = Endpoint::from_shared(url.clone())
+        .map_err(|e| DriverError::Refused(format!("{name}: endpoint {url}: {e}")))?
+        .connect_timeout(opts.timeout)
+        .tcp_nodelay(true)
+        .connect()
+        .await
+        .map_err(|e| unreachable(format!("{name}: cannot connect to BF-RT at {url}: {e}")))?;
+    let mut rpc = BfRuntimeClient::new(channel);
+    let device_id = bound.endpoint.device_id as u32;
+    let (tx, rx) = mpsc::channel(64);
+    tx.send(StreamMessageRequest {
+        client_id: opts.client_id,
+        update: Some(stream_message_request::Update::Subscribe(Subscribe {
+            is_master: true,
+            device_id,
+            notifications: Some(bfrt::subscribe::Notifications {
+                enable_learn_notifications: true,
+                ..Default::default()
+            }),
+            status: None,
+        })),
+    })
+    .await
+    .map_err(unreachable)?;
+    let mut stream =
+        tokio::time::timeout(opts.timeout, rpc.stream_channel(ReceiverStream::new(rx)))
+            .await
+            .map_err(|_| unreachable(format!("{name}: no answer to StreamChannel")))?
+            .map_err(|s| from_status(name, "StreamChannel", s))?
+            .into_inner();
+    // The subscribe acknowledgement.
+    loop {
+        let msg = tokio::time::timeout(opts.timeout, stream.message())
+            .await
+            .map_err(|_| unreachable(format!("{name}: no subscribe acknowledgement")))?
+            .map_err(|s| from_status(name, "subscribe", s))?
+            .ok_or_else(|| unreachable(format!("{name}: the stream closed")))?;
+        if let Some(stream_message_response::Update::Subscribe(s)) = msg.update {
+            let st = s.status.unwrap_or_default();
+            if st.code != 0 {
+                return Err(DriverError::NotPrimary(format!(
+                    "{name}: subscribe refused: {}",
+                    st.message
+                )));
+            }
+            break;
+        }
+    }
+    let shared = Arc::new(StreamShared::default());
+    let (s2, queue, tx2) = (shared.clone(), opts.digest_queue, tx.clone());
+    let client_id = opts.client_id;
+    tokio::spawn(async move {
+        loop {
+            match stream.message().await {
+                Ok(Some(m)) => {
+                    if let Some(stream_message_response::Update::Digest(list)) = m.update {
+                        let ack = StreamMessageRequest {
+                            client_id,
+                            update: Some(stream_message_request::Update::DigestAck(
+                                bfrt::DigestListAck {
+                                    digest_id: list.digest_id,
+                                    list_id: list.list_id,
+                                },
+                            )),
+                        };
+                        let _ = tx2.try_send(ack);
+                        let mut q = s2.digests.lock().unwrap_or_else(|e| e.into_inner());
+                        let held: usize = q.iter().map(|l| l.data.len()).sum();
+                        if held + list.data.len() > queue {
+                            s2.dropped
+                                .fetch_add(list.data.len() as u64, Ordering::Relaxed);
+                        } else {
+                            q.push(list);
+                        }
+                    }
+                }
+                Ok(None) | Err(_) => {
+                    s2.closed.store(true, Ordering::Relaxed);
+                    return;
+                }
+            }
+        }
+    });
+    let req = GetForwardingPipelineConfigRequest {
+        device_id,
+        client_id: opts.client_id,
+    };
+    let resp = tokio::time::timeout(opts.timeout, rpc.get_forwarding_pipeline_config(req))
+        .await
+        .map_err(|_| unreachable(format!("{name}: no answer to GetForwardingPipelineConfig")))?
+        .map_err(|s| from_status(name, "GetForwardingPipelineConfig", s))?
+        .into_inner();
+    let Some(cfg) = resp.config.iter().find(|c| c.p4_name == opts.p4_name) else {
+        return Err(DriverError::Program(format!(
+            "{name}: no program `{}` on the device (it has {:?})",
+            opts.p4_name,
+            resp.config.iter().map(|c| &c.p4_name).collect::<Vec<_>>()
+        )));
+    };
+    let non_p4 = resp
+        .non_p4_config
+        .map(|c| c.bfruntime_info)
+        .unwrap_or_default();
+    Ok((
+        Session {
+            rpc,
+            shared,
+            _tx: tx,
+        },
+        cfg.bfruntime_info.clone(),
+        non_p4,
+    ))
+}
+
+/// Resolves Canary's contract from the program switch `bound` runs (to size the fabric before
+/// any switch is configured).
+pub async fn fetch_program(
+    bound: &BoundSwitch,
+    opts: &TofinoOptions,
+) -> Result<Program, DriverError> {
+    let (_, json, _) = open(bound, opts).await?;
+    Program::from_bfrt_json(&format!("{}: bfrt.json", bound.name), &json)
+        .map_err(|e| DriverError::Program(e.to_string()))
+}
+
+impl TofinoDriver {
+    pub fn new(
+        bound: BoundSwitch,
+        monitor: bool,
+        mask: u32,
+        expected: Arc<Program>,
+        opts: TofinoOptions,
+    ) -> Self {
+        Self {
+            bound,
+            monitor,
+            mask,
+            opts,
+            expected,
+            program: None,
+            pre: None,
+            session: None,
+        }
+    }
+
+    fn target(&self) -> TargetDevice {
+        TargetDevice {
+            device_id: self.bound.endpoint.device_id as u32,
+            pipe_id: ALL_PIPES,
+            direction: ALL,
+            prsr_id: ALL,
+        }
+    }
+
+    fn session(&mut self) -> Result<&mut Session, DriverError> {
+        match &mut self.session {
+            Some(s) if !s.shared.closed.load(Ordering::Relaxed) => Ok(s),
+            _ => Err(DriverError::Unreachable(format!(
+                "{}: not connected",
+                self.bound.name
+            ))),
+        }
+    }
+
+    fn prog(&self) -> Result<&Program, DriverError> {
+        self.program
+            .as_ref()
+            .ok_or_else(|| DriverError::Program(format!("{}: no program", self.bound.name)))
+    }
+
+    /// One Write of `updates`; the indices (into `updates`) that failed.
+    async fn write_updates(&mut self, updates: Vec<Update>) -> Vec<(usize, DriverError)> {
+        let n = updates.len();
+        let req = WriteRequest {
+            target: Some(self.target()),
+            client_id: self.opts.client_id,
+            updates,
+            atomicity: write_request::Atomicity::ContinueOnError as i32,
+            p4_name: self.opts.p4_name.clone(),
+        };
+        let name = self.bound.name.clone();
+        let timeout = self.opts.timeout;
+        let rpc = match self.session() {
+            Ok(s) => &mut s.rpc,
+            Err(e) => return (0..n).map(|i| (i, e.clone())).collect(),
+        };
+        match tokio::time::timeout(timeout, rpc.write(req)).await {
+            Ok(Ok(_)) => vec![],
+            Ok(Err(s)) => {
+                let each = failed_updates(&s);
+                let e = from_status(&name, "Write", s);
+                if matches!(e, DriverError::Unreachable(_)) {
+                    // The switch went away (bf_switchd restarted): connect again next time.
+                    if let Some(s) = &self.session {
+                        s.shared.closed.store(true, Ordering::Relaxed);
+                    }
+                }
+                if each.is_empty() || matches!(e, DriverError::Unreachable(_)) {
+                    (0..n).map(|i| (i, e.clone())).collect()
+                } else {
+                    each.into_iter()
+                        .map(|(i, m)| (i, DriverError::Refused(format!("{name}: {m}"))))
+                        .collect()
+                }
+            }
+            Err(_) => (0..n)
+                .map(|i| (i, unreachable(format!("{name}: no answer to Write"))))
+                .collect(),
+        }
+    }
+
+    /// Every entry of the tables `ids`, by table id.
+    async fn read_tables(
+        &mut self,
+        ids: &[u32],
+    ) -> Result<HashMap<u32, Vec<TableEntry>>, DriverError> {
+        let req = ReadRequest {
+            target: Some(self.target()),
+            client_id: self.opts.client_id,
+            entities: ids.iter().map(|&id| bfruntime::read_all(id)).collect(),
+            p4_name: self.opts.p4_name.clone(),
+        };
+        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
+        let rpc = &mut self.session()?.rpc;
+        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
+            .await
+            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
+            .map_err(|s| from_status(&name, "Read", s))?
+            .into_inner();
+        let mut out: HashMap<u32, Vec<TableEntry>> = HashMap::new();
+        while let Some(msg) = tokio::time::timeout(timeout, stream.message())
+            .await
+            .map_err(|_| unreachable(format!("{name}: Read stalled")))?
+            .map_err(|s| from_status(&name, "Read", s))?
+        {
+            for e in msg.entities {
+                if let Some(entity::Entity::TableEntry(te)) = e.entity {
+                    out.entry(te.table_id).or_default().push(te);
+                }
+            }
+        }
+        Ok(out)
+    }
+
+    /// Whether `switch_config` holds this switch's configuration (Canary's state survived).
+    async fn holds_config(&mut self) -> Result<bool, DriverError> {
+        let t = self.prog()?.table(Table::SwitchConfig).clone();
+        let req = ReadRequest {
+            target: Some(self.target()),
+            client_id: self.opts.client_id,
+            entities: vec![bfrt::Entity {
+                entity: Some(entity::Entity::TableEntry(TableEntry {
+                    table_id: t.id,
+                    is_default_entry: true,
+                    ..Default::default()
+                })),
+            }],
+            p4_name: self.opts.p4_name.clone(),
+        };
+        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
+        let rpc = &mut self.session()?.rpc;
+        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
+            .await
+            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
+            .map_err(|s| from_status(&name, "Read", s))?
+            .into_inner();
+        let mut args: Vec<u128> = Vec::new();
+        while let Some(msg) = stream
+            .message()
+            .await
+            .map_err(|s| from_status(&name, "Read", s))?
+        {
+            for e in msg.entities {
+                if let Some(entity::Entity::TableEntry(te)) = e.entity {
+                    if let Some(d) = te.data {
+                        args = t
+                            .params
+                            .iter()
+                            .map(|p| {
+                                d.fields
+                                    .iter()
+                                    .find(|f| f.field_id == p.id)
+                                    .and_then(|f| match &f.value {
+                                        Some(data_field::Value::Stream(b)) if b.len() <= 16 => {
+                                            Some(
+                                                b.iter()
+                                                    .fold(0u128, |a, &x| a << 8 | u128::from(x)),
+                                            )
+                                        }
+                                        _ => None,
+                                    })
+                                    .unwrap_or(0)
+                            })
+                            .collect();
+                    }
+                }
+            }
+        }
+        Ok(args.len() >= 3
+            && args[0] == u128::from(self.monitor)
+            && args[1] == u128::from(self.mask)
+            && args[2] >= 2)
+    }
+}
+
+impl SwitchDriver for TofinoDriver {
+    fn name(&self) -> &str {
+        &self.bound.name
+    }
+
+    async fn connect(&mut self) -> Result<Attach, DriverError> {
+        self.session = None;
+        let (session, json, non_p4) = open(&self.bound, &self.opts).await?;
+        let name = &self.bound.name;
+        let prog = Program::from_bfrt_json(&format!("{name}: bfrt.json"), &json)
+            .map_err(|e| DriverError::Program(e.to_string()))?;
+        if prog != *self.expected {
+            return Err(DriverError::Program(format!(
+                "{name}: runs another build of the program than the other switches \
+                 (table or register ids or sizes differ)"
+            )));
+        }
+        let pre = PreTables::from_json(&format!("{name}: non-P4 bfrt.json"), &non_p4)
+            .map_err(|e| DriverError::Program(e.to_string()))?;
+        self.program = Some(prog);
+        self.pre = Some(pre);
+        self.session = Some(session);
+        Ok(if self.holds_config().await? {
+            Attach::Kept
+        } else {
+            Attach::Fresh
+        })
+    }
+
+    fn connected(&self) -> bool {
+        self.session
+            .as_ref()
+            .is_some_and(|s| !s.shared.closed.load(Ordering::Relaxed))
+    }
+
+    async fn load_pipeline(&mut self) -> Result<(), DriverError> {
+        let req = SetForwardingPipelineConfigRequest {
+            device_id: self.bound.endpoint.device_id as u32,
+            client_id: self.opts.client_id,
+            action: fpc::Action::Bind as i32,
+            config: vec![ForwardingPipelineConfig {
+                p4_name: self.opts.p4_name.clone(),
+                ..Default::default()
+            }],
+            ..Default::default()
+        };
+        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
+        let rpc = &mut self.session()?.rpc;
+        tokio::time::timeout(timeout, rpc.set_forwarding_pipeline_config(req))
+            .await
+            .map_err(|_| unreachable(format!("{name}: no answer to BIND")))?
+            .map_err(|s| from_status(&name, "SetForwardingPipelineConfig(BIND)", s))?;
+        // Nothing of an earlier run stays: every Canary table, register and group is cleared.
+        let prog = self.prog()?.clone();
+        let pre = self
+            .pre
+            .clone()
+            .ok_or_else(|| DriverError::Program("no PRE".into()))?;
+        let mut clears: Vec<Update> = prog
+            .tables()
+            .iter()
+            .filter(|t| t.table != Table::SwitchConfig)
+            .map(|t| bfruntime::clear_table(t.id))
+            .collect();
+        for r in prog.meters.rows() {
+            clears.push(bfruntime::clear_table(r.id.id));
+            clears.push(bfruntime::clear_table(r.count.id));
+        }
+        clears.extend(prog.hashpipe.iter().map(|r| bfruntime::clear_table(r.id)));
+        clears.push(bfruntime::clear_table(pre.mgid));
+        clears.push(bfruntime::clear_table(pre.node));
+        if let Some((_, e)) = self.write_updates(clears).await.into_iter().next() {
+            return Err(e);
+        }
+        Ok(())
+    }
+
+    fn program(&self) -> Option<&Program> {
+        self.program.as_ref()
+    }
+
+    async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        let prog = match self.prog() {
+            Ok(p) => p.clone(),
+            Err(e) => return (0..writes.len()).map(|i| (i, e.clone())).collect(),
+        };
+        let mut failed = Vec::new();
+        let mut ups = Vec::with_capacity(writes.len());
+        let mut index = Vec::with_capacity(writes.len());
+        for (i, w) in writes.iter().enumerate() {
+            match bfruntime::write_update(&prog, w) {
+                Ok(u) => {
+                    ups.push(u);
+                    index.push(i);
+                }
+                Err(e) => failed.push((i, DriverError::Refused(e.to_string()))),
+            }
+        }
+        let batch = self.opts.write_batch.max(1);
+        let mut start = 0;
+        while start < ups.len() {
+            let end = (start + batch).min(ups.len());
+            let chunk = ups[start..end].to_vec();
+            for (j, e) in self.write_updates(chunk).await {
+                failed.push((index[start + j], e));
+            }
+            start = end;
+        }
+        failed.sort_by_key(|f| f.0);
+        failed
+    }
+
+    async fn write_groups(&mut self, groups: &[McGroup]) -> Result<(), DriverError> {
+        let pre = self
+            .pre
+            .clone()
+            .ok_or_else(|| DriverError::Program("no PRE tables".into()))?;
+        let ups: Vec<Update> = groups
+            .iter()
+            .flat_map(|g| bfruntime::group_updates(&pre, g, update::Type::InsertOrModify))
+            .collect();
+        match self.write_updates(ups).await.into_iter().next() {
+            None => Ok(()),
+            Some((_, e)) => Err(e),
+        }
+    }
+
+    async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
+        let prog = self.prog()?.clone();
+        let regs: Vec<&crate::contract::Register> =
+            prog.meters.rows().flat_map(|r| [&r.id, &r.count]).collect();
+        let syncs: Vec<Update> = regs.iter().map(|r| bfruntime::sync_update(r)).collect();
+        if let Some((_, e)) = self.write_updates(syncs).await.into_iter().next() {
+            return Err(e);
+        }
+        let ids: Vec<u32> = regs.iter().map(|r| r.id).collect();
+        let by_table = self.read_tables(&ids).await?;
+        bfruntime::meter_cells(&prog, &by_table)
+            .map_err(|e| DriverError::Refused(format!("{}: {e}", self.bound.name)))
+    }
+
+    async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
+        let ups = bfruntime::zero_cells(self.prog()?, cells);
+        match self.write_updates(ups).await.into_iter().next() {
+            None => Ok(()),
+            Some((_, e)) => Err(e),
+        }
+    }
+
+    async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
+        let ups: Vec<Update> = self
+            .prog()?
+            .hashpipe
+            .iter()
+            .map(|r| bfruntime::clear_table(r.id))
+            .collect();
+        match self.write_updates(ups).await.into_iter().next() {
+            None => Ok(()),
+            Some((_, e)) => Err(e),
+        }
+    }
+
+    fn take_digests(&mut self) -> Digests {
+        let mut out = Digests::default();
+        let (Some(s), Some(prog)) = (&self.session, &self.program) else {
+            return out;
+        };
+        let lists =
+            std::mem::take(&mut *s.shared.digests.lock().unwrap_or_else(|e| e.into_inner()));
+        for list in lists {
+            if list.digest_id != prog.digest.id {
+                out.bad
+                    .push(format!("digest id {} is not the HH digest", list.digest_id));
+                continue;
+            }
+            for d in &list.data {
+                match bfruntime::decode_digest(prog, d) {
+                    Ok(r) => out.reports.push(r),
+                    Err(e) => out.bad.push(e),
+                }
+            }
+        }
+        out.dropped_total = s.shared.dropped.load(Ordering::Relaxed);
+        out
+    }
+}

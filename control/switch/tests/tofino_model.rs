@@ -1,0 +1,342 @@
+//! The Tofino driver over real gRPC against model switches that speak BF Runtime
+//! (`canary_switch::bfrt_model`) and hold every request to the compiler's `bfrt.json` of the TNA
+//! program (`testdata/tna/bfrt.json`, kept equal to a fresh compile by `tna_compile`).
+//!
+//! No Tofino (hardware or model) can be had here, so this is the closest check of the Tofino
+//! path: the ids, field widths, register data names and operations the driver sends are the
+//! compiled program's, and what it reads back decodes to the reference model's meters.
+
+use canary_core::fabric::{Fabric, RuleOp};
+use canary_core::model::epoch_tag;
+use canary_core::pathbf::PathBfCodec;
+use canary_core::pathbf::PathBfParams;
+use canary_core::topo::{yaml, PortMap, Routing, Segments, SwitchIx};
+use canary_core::FlowId;
+use canary_sim::{SimConfig, SimFabric};
+use canary_switch::bfrt_model::BfrtModelSwitch;
+use canary_switch::contract::Program;
+use canary_switch::driver::SwitchDriver;
+use canary_switch::drivers::bfruntime;
+use canary_switch::drivers::chaos::Plane;
+use canary_switch::drivers::tofino::{TofinoDriver, TofinoOptions};
+use canary_switch::entries::{self, Change, Write};
+use canary_switch::fabric::{FabricOptions, SwitchFabric};
+use canary_switch::switches::{BoundSwitch, SwitchesFile};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+const BFRT: &[u8] = include_bytes!("../testdata/tna/bfrt.json");
+const LINE2: &str = "name: line2\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";
+
+struct Lab {
+    plane: Plane,
+    switches: Vec<BfrtModelSwitch>,
+    bound: Vec<BoundSwitch>,
+    codec: PathBfCodec,
+    topo: canary_core::topo::Topology,
+    ports: PortMap,
+    _servers: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn lab(loss: f64) -> Lab {
+    let mut topo = yaml::parse("line2.yaml", LINE2).unwrap();
+    let routing = Routing::new(&topo);
+    let segments = Segments::new(&topo, &routing);
+    canary_core::pathbf::repair(&mut topo, &segments, PathBfParams::default(), 50);
+    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default());
+    let ports = PortMap::canonical(&topo);
+    let program = Program::from_bfrt_json("bfrt.json", BFRT).unwrap();
+    let mut cfg = SimConfig {
+        capacity: program.capacity(),
+        ipv6_share: 0.5,
+        ..Default::default()
+    };
+    cfg.traffic.elephants.flows_per_host = 8;
+    cfg.traffic.mice.flows_per_host = 8;
+    let mut losses = vec![0.0; topo.links.len()];
+    losses[0] = loss;
+    let sim = SimFabric::driven(topo.clone(), &codec, losses, cfg, ports.clone());
+    let plane: Plane = Arc::new(Mutex::new(sim));
+    let mut switches = Vec::new();
+    let mut servers = Vec::new();
+    let mut yaml_text = String::from("switches:\n");
+    for (i, sw) in topo.switches.iter().enumerate() {
+        let m = BfrtModelSwitch::new(i as SwitchIx, plane.clone(), BFRT.to_vec(), 1, 2).unwrap();
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let addr = listener.local_addr().unwrap();
+        servers.push(m.serve(listener));
+        switches.push(m);
+        let p = ports.of(i as SwitchIx);
+        let names: Vec<String> = topo
+            .hosts_of(i as SwitchIx)
+            .iter()
+            .map(|&h| format!("{}: {}", topo.hosts[h as usize].name, p.host_ports[&h]))
+            .chain(
+                p.switch_ports
+                    .iter()
+                    .map(|(&n, &port)| format!("{}: {port}", topo.name_of(n))),
+            )
+            .collect();
+        yaml_text.push_str(&format!(
+            "  {}: {{grpc: {addr}, device_id: 1, ports: {{{}}}}}\n",
+            sw.name,
+            names.join(", ")
+        ));
+    }
+    let bound = SwitchesFile::parse("switches.yaml", &yaml_text)
+        .unwrap()
+        .bind("switches.yaml", &topo)
+        .unwrap();
+    Lab {
+        plane,
+        switches,
+        bound,
+        codec,
+        topo,
+        ports,
+        _servers: servers,
+    }
+}
+
+impl Lab {
+    fn fabric(&self) -> SwitchFabric<TofinoDriver> {
+        let program = Arc::new(Program::from_bfrt_json("bfrt.json", BFRT).unwrap());
+        let drivers = self
+            .bound
+            .iter()
+            .map(|b| {
+                let s = b.ix as usize;
+                TofinoDriver::new(
+                    b.clone(),
+                    self.topo.switches[s].monitor,
+                    self.codec.masks[s],
+                    program.clone(),
+                    TofinoOptions::default(),
+                )
+            })
+            .collect();
+        SwitchFabric::new(
+            &self.topo,
+            &self.ports,
+            &self.codec.masks,
+            drivers,
+            program.capacity(),
+            FabricOptions::default(),
+        )
+    }
+
+    /// Lets `d` of traffic pass and sends the digests it produced (and gives the driver's
+    /// stream a moment to receive them).
+    async fn run(&self, d: Duration) {
+        self.plane.lock().unwrap().advance(d);
+        for s in &self.switches {
+            s.pump_digests();
+        }
+        tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    fn violations(&self) -> Vec<String> {
+        self.switches.iter().flat_map(|s| s.violations()).collect()
+    }
+}
+
+/// The whole epoch cycle through BF Runtime: configure, install rules, count traffic, start the
+/// next epoch, harvest (Sync, Read, per-pipe values merged) and take digests. Every request fits
+/// the compiled schema; every harvest equals the model's meters of that epoch, and a bf_switchd
+/// restart is found and repaired.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_tofino_driver_runs_epochs_within_the_compiled_schema() {
+    let lab = lab(0.0).await;
+    let mut fabric = lab.fabric();
+    fabric.connect(Duration::from_secs(10)).await.unwrap();
+    assert_eq!(lab.violations(), Vec::<String>::new());
+    let (s1, s2) = (0 as SwitchIx, 1 as SwitchIx);
+    // Monitor every flow the hosts open: USM at s1, DSM at s2 on s1's pathBF, HH rules on both.
+    let bf = lab.codec.masks[s1 as usize];
+    let mut ops = vec![
+        RuleOp::InstallHh {
+            switch: s2,
+            path_bf: bf,
+            eta: 2,
+        },
+        RuleOp::InstallHh {
+            switch: s1,
+            path_bf: 0,
+            eta: 2,
+        },
+    ];
+    let failed = fabric.apply(&ops).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    lab.run(Duration::from_millis(20)).await;
+    // Learn lists arrive on each switch's stream in their own time.
+    let mut reports = Vec::new();
+    for _ in 0..100 {
+        reports.extend(fabric.take_reports().await);
+        if reports.iter().any(|r| r.switch == s2) && reports.iter().any(|r| r.switch == s1) {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(!reports.is_empty(), "HH digests arrive as learn lists");
+    assert!(
+        reports.iter().any(|r| r.flow.src.as_v4().is_none()),
+        "IPv6 flows reported"
+    );
+    ops.clear();
+    let flows: Vec<FlowId> = reports
+        .iter()
+        .filter(|r| r.switch == s2)
+        .map(|r| r.flow)
+        .collect();
+    assert!(!flows.is_empty());
+    for f in &flows {
+        ops.push(RuleOp::InstallDsm {
+            switch: s2,
+            flow: *f,
+            path_bf: bf,
+        });
+        ops.push(RuleOp::InstallUsm {
+            switch: s1,
+            flow: *f,
+        });
+    }
+    let failed = fabric.apply(&ops).await;
+    assert!(failed.is_empty(), "{failed:?}");
+    let mut harvested = 0;
+    let mut s2_after_restart = Vec::new();
+    for epoch in 0..6u64 {
+        lab.run(Duration::from_millis(30)).await;
+        let flips = fabric.set_epoch(epoch + 1).await;
+        for (s, r) in &flips {
+            if epoch >= 2 && *s == s2 {
+                s2_after_restart.push(r.clone());
+            } else {
+                assert!(r.is_ok(), "switch {s}, epoch {epoch}: {r:?}");
+            }
+        }
+        lab.run(Duration::from_micros(200)).await;
+        for (s, r) in fabric.harvest(epoch).await {
+            let Ok(snap) = r else {
+                assert!(s == s2 && epoch >= 2, "switch {s}, epoch {epoch}: {r:?}");
+                continue;
+            };
+            let (usm, dsm) = lab
+                .plane
+                .lock()
+                .unwrap()
+                .switch_mut(s)
+                .meters_of(epoch_tag(epoch));
+            assert!(
+                snap.usm == usm && snap.dsm == dsm,
+                "switch {s}, epoch {epoch}"
+            );
+            harvested += usm.occupied() + dsm.occupied();
+        }
+        if epoch == 1 {
+            // bf_switchd on s2 restarts: its connections, tables and registers are gone.
+            lab.switches[1].restart();
+        }
+    }
+    // The restart is found (the next call fails, or the stream closed first), the switch is
+    // configured again once, and it is in step from then on.
+    let restarted = s2_after_restart
+        .iter()
+        .position(|r| matches!(r, Err(canary_core::fabric::SwitchError::Restarted(_))))
+        .unwrap_or_else(|| panic!("{s2_after_restart:?}"));
+    assert!(restarted <= 1, "{s2_after_restart:?}");
+    assert!(
+        s2_after_restart[restarted + 1..].iter().all(Result::is_ok),
+        "{s2_after_restart:?}"
+    );
+    assert!(harvested > 0, "buckets were counted and read back");
+    assert_eq!(
+        fabric.counters.repushes, 1,
+        "the restarted switch was configured again"
+    );
+    assert_eq!(lab.violations(), Vec::<String>::new());
+}
+
+/// A request that breaks the compiled schema is refused with a message naming the table and the
+/// field, as bf_switchd refuses it, and the driver reports that message.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn requests_that_break_the_schema_are_refused_naming_table_and_field() {
+    let lab = lab(0.0).await;
+    let program = Arc::new(Program::from_bfrt_json("bfrt.json", BFRT).unwrap());
+    let mut d = TofinoDriver::new(
+        lab.bound[0].clone(),
+        true,
+        lab.codec.masks[0],
+        program.clone(),
+        TofinoOptions::default(),
+    );
+    d.connect().await.unwrap();
+    d.load_pipeline().await.unwrap();
+    // What the driver writes goes in.
+    let w = Write {
+        change: Change::Modify,
+        entry: entries::config(canary_core::model::SwitchConfig {
+            monitor: true,
+            mask: 5,
+            epoch: epoch_tag(3),
+        }),
+    };
+    assert!(d.write(std::slice::from_ref(&w)).await.is_empty());
+    // The same entry with the mask one byte short.
+    let mut u = bfruntime::write_update(&program, &w).unwrap();
+    if let Some(bfrt_proto::bfrt::entity::Entity::TableEntry(te)) =
+        u.entity.as_mut().and_then(|e| e.entity.as_mut())
+    {
+        if let Some(bfrt_proto::bfrt::data_field::Value::Stream(b)) =
+            te.data.as_mut().unwrap().fields[1].value.as_mut()
+        {
+            b.pop();
+        }
+    }
+    let (tx_name, sw) = (lab.bound[0].endpoint.grpc.clone(), &lab.switches[0]);
+    let mut client =
+        bfrt_proto::bfrt::bf_runtime_client::BfRuntimeClient::connect(format!("http://{tx_name}"))
+            .await
+            .unwrap();
+    let err = client
+        .write(bfrt_proto::bfrt::WriteRequest {
+            target: None,
+            client_id: 1,
+            updates: vec![u],
+            atomicity: 0,
+            p4_name: "canary".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        err.message()
+            .contains("switch_config: data field mask: 3 bytes, its width 32 needs 4"),
+        "{}",
+        err.message()
+    );
+    // Syncing a register with the operation name of older SDE examples.
+    let reg = &program.meters.usm[0].count;
+    let mut op = bfruntime::sync_update(reg);
+    if let Some(bfrt_proto::bfrt::entity::Entity::TableOperation(o)) =
+        op.entity.as_mut().and_then(|e| e.entity.as_mut())
+    {
+        o.table_operations_type = "SyncRegisters".into();
+    }
+    let err = client
+        .write(bfrt_proto::bfrt::WriteRequest {
+            target: None,
+            client_id: 1,
+            updates: vec![op],
+            atomicity: 0,
+            p4_name: "canary".into(),
+        })
+        .await
+        .unwrap_err();
+    assert!(
+        err.message().contains(
+            "row0.count_reg: operation \"SyncRegisters\" not supported (it has [\"Sync\"])"
+        ),
+        "{}",
+        err.message()
+    );
+    assert_eq!(sw.violations().len(), 2);
+}
