@@ -334,6 +334,26 @@ struct Inner {
     violations: Vec<String>,
     groups: BTreeMap<u16, Vec<(u32, u16)>>,
     nodes: BTreeMap<u32, (u16, Vec<u32>)>,
+    wire: Wire,
+}
+
+/// What crossed the wire so far, counted as gRPC messages and their protobuf-encoded bytes
+/// (without HTTP/2 framing): the cost a controller puts on `bf_switchd`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Wire {
+    /// Write RPCs, the updates they carried, and their request bytes.
+    pub writes: u64,
+    pub updates: u64,
+    pub write_bytes: u64,
+    /// Read RPCs and their request bytes; response messages, entities and bytes.
+    pub reads: u64,
+    pub read_bytes: u64,
+    pub read_responses: u64,
+    pub read_entities: u64,
+    pub read_response_bytes: u64,
+    /// Learn lists sent on the stream and their bytes.
+    pub digests: u64,
+    pub digest_bytes: u64,
 }
 
 /// A model switch behind BF Runtime.
@@ -385,8 +405,14 @@ impl BfrtModelSwitch {
                 violations: Vec::new(),
                 groups: BTreeMap::new(),
                 nodes: BTreeMap::new(),
+                wire: Wire::default(),
             })),
         })
+    }
+
+    /// What crossed the wire since the last [`BfrtModelSwitch::take_wire`].
+    pub fn take_wire(&self) -> Wire {
+        std::mem::take(&mut lock(&self.inner).wire)
     }
 
     /// Requests that broke the program's `bfrt.json` so far (a switch refuses them).
@@ -453,6 +479,8 @@ impl BfrtModelSwitch {
                 target: None,
             })),
         };
+        inner.wire.digests += 1;
+        inner.wire.digest_bytes += msg.encoded_len() as u64;
         inner
             .streams
             .retain(|s| s.try_send(Ok(msg.clone())).is_ok());
@@ -821,7 +849,10 @@ impl BfRuntime for BfrtModelSwitch {
     async fn write(&self, req: Request<WriteRequest>) -> Result<Response<WriteResponse>, Status> {
         let req = req.into_inner();
         {
-            let inner = lock(&self.inner);
+            let mut inner = lock(&self.inner);
+            inner.wire.writes += 1;
+            inner.wire.updates += req.updates.len() as u64;
+            inner.wire.write_bytes += req.encoded_len() as u64;
             if inner.restarted {
                 return Err(Status::unavailable("bf_switchd restarted: connection lost"));
             }
@@ -847,8 +878,13 @@ impl BfRuntime for BfrtModelSwitch {
 
     async fn read(&self, req: Request<ReadRequest>) -> Result<Response<Self::ReadStream>, Status> {
         let req = req.into_inner();
-        if lock(&self.inner).restarted {
-            return Err(Status::unavailable("bf_switchd restarted: connection lost"));
+        {
+            let mut inner = lock(&self.inner);
+            inner.wire.reads += 1;
+            inner.wire.read_bytes += req.encoded_len() as u64;
+            if inner.restarted {
+                return Err(Status::unavailable("bf_switchd restarted: connection lost"));
+            }
         }
         let mut cells = None;
         let mut entities = Vec::new();
@@ -872,6 +908,14 @@ impl BfRuntime for BfrtModelSwitch {
                 })
             })
             .collect();
+        {
+            let mut inner = lock(&self.inner);
+            inner.wire.read_entities += entities.len() as u64;
+            for m in msgs.iter().flatten() {
+                inner.wire.read_responses += 1;
+                inner.wire.read_response_bytes += m.encoded_len() as u64;
+            }
+        }
         Ok(Response::new(Box::pin(tokio_stream::iter(msgs))))
     }
 

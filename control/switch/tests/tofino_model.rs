@@ -8,137 +8,19 @@
 
 use canary_core::fabric::{Fabric, RuleOp};
 use canary_core::model::epoch_tag;
-use canary_core::pathbf::PathBfCodec;
-use canary_core::pathbf::PathBfParams;
-use canary_core::topo::{yaml, PortMap, Routing, Segments, SwitchIx};
+use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
-use canary_sim::{SimConfig, SimFabric};
-use canary_switch::bfrt_model::BfrtModelSwitch;
 use canary_switch::contract::Program;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bfruntime;
-use canary_switch::drivers::chaos::Plane;
 use canary_switch::drivers::tofino::{TofinoDriver, TofinoOptions};
 use canary_switch::entries::{self, Change, Write};
-use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::switches::{BoundSwitch, SwitchesFile};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
-const BFRT: &[u8] = include_bytes!("../testdata/tna/bfrt.json");
-const LINE2: &str = "name: line2\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";
+mod tofino_lab;
 
-struct Lab {
-    plane: Plane,
-    switches: Vec<BfrtModelSwitch>,
-    bound: Vec<BoundSwitch>,
-    codec: PathBfCodec,
-    topo: canary_core::topo::Topology,
-    ports: PortMap,
-    _servers: Vec<tokio::task::JoinHandle<()>>,
-}
-
-async fn lab(loss: f64) -> Lab {
-    let mut topo = yaml::parse("line2.yaml", LINE2).unwrap();
-    let routing = Routing::new(&topo);
-    let segments = Segments::new(&topo, &routing);
-    canary_core::pathbf::repair(&mut topo, &segments, PathBfParams::default(), 50);
-    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default());
-    let ports = PortMap::canonical(&topo);
-    let program = Program::from_bfrt_json("bfrt.json", BFRT).unwrap();
-    let mut cfg = SimConfig {
-        capacity: program.capacity(),
-        ipv6_share: 0.5,
-        ..Default::default()
-    };
-    cfg.traffic.elephants.flows_per_host = 8;
-    cfg.traffic.mice.flows_per_host = 8;
-    let mut losses = vec![0.0; topo.links.len()];
-    losses[0] = loss;
-    let sim = SimFabric::driven(topo.clone(), &codec, losses, cfg, ports.clone());
-    let plane: Plane = Arc::new(Mutex::new(sim));
-    let mut switches = Vec::new();
-    let mut servers = Vec::new();
-    let mut yaml_text = String::from("switches:\n");
-    for (i, sw) in topo.switches.iter().enumerate() {
-        let m = BfrtModelSwitch::new(i as SwitchIx, plane.clone(), BFRT.to_vec(), 1, 2).unwrap();
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-        let addr = listener.local_addr().unwrap();
-        servers.push(m.serve(listener));
-        switches.push(m);
-        let p = ports.of(i as SwitchIx);
-        let names: Vec<String> = topo
-            .hosts_of(i as SwitchIx)
-            .iter()
-            .map(|&h| format!("{}: {}", topo.hosts[h as usize].name, p.host_ports[&h]))
-            .chain(
-                p.switch_ports
-                    .iter()
-                    .map(|(&n, &port)| format!("{}: {port}", topo.name_of(n))),
-            )
-            .collect();
-        yaml_text.push_str(&format!(
-            "  {}: {{grpc: {addr}, device_id: 1, ports: {{{}}}}}\n",
-            sw.name,
-            names.join(", ")
-        ));
-    }
-    let bound = SwitchesFile::parse("switches.yaml", &yaml_text)
-        .unwrap()
-        .bind("switches.yaml", &topo)
-        .unwrap();
-    Lab {
-        plane,
-        switches,
-        bound,
-        codec,
-        topo,
-        ports,
-        _servers: servers,
-    }
-}
-
-impl Lab {
-    fn fabric(&self) -> SwitchFabric<TofinoDriver> {
-        let program = Arc::new(Program::from_bfrt_json("bfrt.json", BFRT).unwrap());
-        let drivers = self
-            .bound
-            .iter()
-            .map(|b| {
-                let s = b.ix as usize;
-                TofinoDriver::new(
-                    b.clone(),
-                    self.topo.switches[s].monitor,
-                    self.codec.masks[s],
-                    program.clone(),
-                    TofinoOptions::default(),
-                )
-            })
-            .collect();
-        SwitchFabric::new(
-            &self.topo,
-            &self.ports,
-            &self.codec.masks,
-            drivers,
-            program.capacity(),
-            FabricOptions::default(),
-        )
-    }
-
-    /// Lets `d` of traffic pass and sends the digests it produced (and gives the driver's
-    /// stream a moment to receive them).
-    async fn run(&self, d: Duration) {
-        self.plane.lock().unwrap().advance(d);
-        for s in &self.switches {
-            s.pump_digests();
-        }
-        tokio::time::sleep(Duration::from_millis(30)).await;
-    }
-
-    fn violations(&self) -> Vec<String> {
-        self.switches.iter().flat_map(|s| s.violations()).collect()
-    }
-}
+use tofino_lab::{lab, BFRT};
 
 /// The whole epoch cycle through BF Runtime: configure, install rules, count traffic, start the
 /// next epoch, harvest (Sync, Read, per-pipe values merged) and take digests. Every request fits

@@ -20,7 +20,11 @@
 //! charged at Table I's 136-bit bucket although the arithmetic uses 127-bit ID sums: this
 //! favours the baseline. Should a false pure bucket still slip through, the decoder meets a
 //! negative count or leftover buckets and fails with [`DecodeError::Inconsistent`] or
-//! [`DecodeError::Stuck`]. Hashes are [`super::seeded`], one function per row.
+//! [`DecodeError::Stuck`]. One case no check can catch: flows whose weighted mean key is a
+//! valid key hashing to their shared bucket in every row look exactly like that one flow (at
+//! width 1 this needs only the mean to be a valid key, roughly one chance in the packet count);
+//! the decoder then returns an answer consistent with the sketch but not the true one.
+//! Hashes are [`super::seeded`], one function per row.
 
 use super::error::DecodeError;
 use super::seeded::{flow_from_key, flow_key, index, row_seed};

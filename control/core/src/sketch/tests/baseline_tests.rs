@@ -1,5 +1,6 @@
 //! The comparison sketches: exact recovery when memory suffices, a typed error when it does not,
-//! and never a wrong answer.
+//! and never an answer the sketch contradicts (a FermatSketch can be genuinely ambiguous; see
+//! `decoders_are_exact_or_fail`).
 
 use super::random_flows;
 use crate::sketch::error::DecodeError;
@@ -252,8 +253,21 @@ proptest! {
             prop_assert_eq!(l, lost_packets(&t));
         }
         let (up, down) = fermats(&t, FermatConfig::new(width, seed));
-        if let Ok(l) = up.subtract(&down).unwrap().decode() {
-            prop_assert_eq!(l, lost_per_flow(&t));
+        let diff = up.subtract(&down).unwrap();
+        if let Ok(l) = diff.decode() {
+            let truth = lost_per_flow(&t);
+            if l != truth {
+                // A Fermat bucket set can be ambiguous: flows whose weighted mean ID is a valid
+                // key that hashes to the same bucket in every row are indistinguishable from
+                // that one pseudo-flow (always so at width 1, where every row is one bucket).
+                // No decoder can tell them apart; what it must never do is return an answer the
+                // sketch contradicts.
+                let mut again = FermatSketch::new(diff.config());
+                for (f, n) in &l {
+                    again.insert_n(f, *n);
+                }
+                prop_assert_eq!(again.buckets(), diff.buckets(), "a decode the sketch contradicts");
+            }
         }
     }
 }
