@@ -1,6 +1,6 @@
 //! P4Runtime (and BFRuntime) messages and gRPC services, generated from the wire-compatible
 //! subsets in `proto/`. Package paths mirror the protobuf packages: `p4::v1`, `p4::config::v1`,
-//! `google::rpc`, `bfrt_proto` (Tofino's BF Runtime, re-exported as [`bfrt`]).
+//! `google::rpc`, `stratum`, `bfrt_proto` (Tofino's BF Runtime, re-exported as [`bfrt`]).
 
 pub mod google {
     pub mod rpc {
@@ -17,6 +17,11 @@ pub mod p4 {
             tonic::include_proto!("p4.config.v1");
         }
     }
+}
+
+/// A P4Runtime role's configuration (Stratum's `P4RoleConfig`, the subset Canary uses).
+pub mod stratum {
+    tonic::include_proto!("stratum");
 }
 
 /// BF Runtime (`bfruntime.proto`, package `bfrt_proto`): Tofino's bf_switchd API.

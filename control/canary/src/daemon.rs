@@ -140,6 +140,12 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     on_epoch: impl FnMut(&EpochReport),
 ) -> Result<SimulationResult> {
+    if opts.target == Target::Tofino && !opts.bmv2.role.is_empty() {
+        bail!(
+            "--role is a P4Runtime role and BF Runtime has none: on Tofino, Canary binds to \
+             the program bf_switchd loaded and configures the switch itself"
+        );
+    }
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let faults: Vec<Fault> = match &opts.faults {
         None => vec![],
@@ -156,7 +162,8 @@ pub async fn run(
     let ports = port_map(&bound);
     let fabric_opts = FabricOptions {
         harvest_deadline: opts.harvest_deadline,
-        attach_only: false,
+        // With a role, another controller owns the pipeline and forwarding.
+        attach_only: opts.target == Target::Bmv2 && opts.bmv2.attach,
     };
     match opts.target {
         Target::Bmv2 => {
@@ -168,8 +175,10 @@ pub async fn run(
             let drivers = bound
                 .into_iter()
                 .map(|b| {
-                    let monitor = prep.topo.switches[b.ix as usize].monitor;
+                    let s = b.ix as usize;
+                    let monitor = prep.topo.switches[s].monitor;
                     Bmv2Driver::new(b, monitor, program.clone(), opts.bmv2.clone())
+                        .with_mask(prep.codec.masks[s])
                 })
                 .collect();
             let capacity = program.program.capacity();

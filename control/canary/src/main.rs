@@ -49,6 +49,50 @@ enum Command {
     Draw(canary::draw::DrawArgs),
     /// Send heavy-tailed UDP traffic from one testbed host and count what it receives.
     Traffic(canary::traffic_gen::TrafficArgs),
+    /// Serve P4Runtime with roles in front of a switch whose own server has none (BMv2), so
+    /// Canary (`run --role canary`) and the fabric's controller can each be primary.
+    RoleGateway(RoleGatewayArgs),
+}
+
+#[derive(Args)]
+struct RoleGatewayArgs {
+    /// Where controllers connect, e.g. 127.0.0.1:9559.
+    #[arg(long)]
+    listen: String,
+    /// The switch's P4Runtime server, e.g. 127.0.0.1:50001.
+    #[arg(long)]
+    switch: String,
+    #[arg(long, default_value_t = 1)]
+    device_id: u64,
+    /// The gateway's election id on the switch: it must be the switch's only primary.
+    #[arg(long, default_value_t = u64::MAX)]
+    election_id: u64,
+}
+
+fn role_gateway(a: RoleGatewayArgs) -> anyhow::Result<()> {
+    use anyhow::Context;
+    use canary_switch::role_gateway::{GatewayConfig, RoleGateway};
+    let rt = tokio::runtime::Runtime::new()?;
+    rt.block_on(async {
+        let listener = tokio::net::TcpListener::bind(&a.listen)
+            .await
+            .with_context(|| format!("--listen {}: cannot listen", a.listen))?;
+        let gw = RoleGateway::new(GatewayConfig {
+            upstream: a.switch.clone(),
+            device_id: a.device_id,
+            election_id: u128::from(a.election_id),
+            timeout: Duration::from_secs(2),
+        });
+        eprintln!(
+            "role gateway: P4Runtime with roles on {} for switch {}",
+            a.listen, a.switch
+        );
+        let served = gw.serve(listener);
+        tokio::select! {
+            _ = served => anyhow::bail!("the P4Runtime server stopped"),
+            _ = canary::daemon::shutdown_signal() => Ok(()),
+        }
+    })
 }
 
 #[derive(Args)]
@@ -257,6 +301,7 @@ fn main() -> Result<()> {
         Some(Command::Overhead(a)) => overhead_cmd(a),
         Some(Command::Draw(a)) => canary::draw::main(&a),
         Some(Command::Traffic(a)) => canary::traffic_gen::main(&a),
+        Some(Command::RoleGateway(a)) => role_gateway(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
             print!(
@@ -384,7 +429,8 @@ struct RunArgs {
     /// P4Runtime election id; the highest one connected is the primary and the only writer.
     #[arg(long, default_value_t = 1)]
     election_id: u64,
-    /// P4Runtime role (empty: the default role).
+    /// P4Runtime role (empty: the default role). With a role, Canary attaches to switches whose
+    /// pipeline and forwarding another controller owns, and writes only its own tables.
     #[arg(long, default_value = "")]
     role: String,
     /// A switch whose harvest takes longer is skipped for the epoch (default: 80% of the epoch).
@@ -432,6 +478,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         min_lossy_epochs: a.min_lossy_epochs,
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
+            attach: !a.role.is_empty(),
             role: a.role,
             ..Default::default()
         },

@@ -87,4 +87,12 @@ pub trait SwitchDriver {
 
     /// HH digests received since the last call.
     fn take_digests(&mut self) -> Digests;
+
+    /// Whether the switch still runs the pipeline it ran at `connect`. Only a driver attached to
+    /// a pipeline another controller owns needs to ask (that controller may push a new one,
+    /// which wipes Canary's rules and meters without breaking Canary's connection); a driver
+    /// that pushes the pipeline itself learns of a restart when its stream breaks.
+    async fn pipeline_unchanged(&mut self) -> Result<bool, DriverError> {
+        Ok(true)
+    }
 }

@@ -295,7 +295,19 @@ async fn ensure_up<D: SwitchDriver>(
     attach_only: bool,
 ) -> Result<Up, SwitchError> {
     if slot.up && slot.driver.connected() {
-        return Ok(Up::Same);
+        if !attach_only
+            || slot
+                .driver
+                .pipeline_unchanged()
+                .await
+                .map_err(switch_error)?
+        {
+            return Ok(Up::Same);
+        }
+        tracing::warn!(
+            switch = slot.driver.name(),
+            "the pipeline's owner pushed a new one: configuring Canary's state again"
+        );
     }
     slot.up = false;
     let attach = slot.driver.connect().await.map_err(switch_error)?;
@@ -362,6 +374,7 @@ async fn harvest_one<D: SwitchDriver>(
     slot: &mut Slot<D>,
     epoch: u64,
     deadline: Duration,
+    attach_only: bool,
 ) -> Result<(MeterSnapshot, usize), (SwitchError, bool)> {
     let tag = epoch_tag(epoch);
     let read = tokio::time::timeout(deadline, slot.driver.read_meters()).await;
@@ -382,6 +395,18 @@ async fn harvest_one<D: SwitchDriver>(
         }
         Ok(Ok(p)) => p,
     };
+    // A pipeline pushed by its owner during the epoch wiped part of what was counted.
+    if attach_only && !slot.driver.pipeline_unchanged().await.unwrap_or(false) {
+        slot.ids.harvested();
+        slot.up = false;
+        return Err((
+            SwitchError::Restarted(format!(
+                "{}: the pipeline's owner pushed a new one during the epoch",
+                slot.driver.name()
+            )),
+            false,
+        ));
+    }
     let name = slot.driver.name().to_string();
     let layout = slot
         .driver
@@ -498,12 +523,12 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
     }
 
     async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
-        let deadline = self.opts.harvest_deadline;
+        let (deadline, attach_only) = (self.opts.harvest_deadline, self.opts.attach_only);
         let results = join_all(
             self.slots
                 .iter_mut()
                 .filter(|s| s.monitor)
-                .map(|slot| harvest_one(slot, epoch, deadline)),
+                .map(|slot| harvest_one(slot, epoch, deadline, attach_only)),
         )
         .await;
         let monitors: Vec<(SwitchIx, bool)> = self

@@ -12,6 +12,8 @@
 //!   the drivers: BMv2, Tofino (BF Runtime) and chaos (the reference model with faults).
 //! * [`bfrt_model`]: a BF Runtime server in front of the reference model, holding every request
 //!   to the compiler's `bfrt.json` (where no Tofino can be had).
+//! * [`roles`], [`role_gateway`]: P4Runtime roles (which controller writes what), and a
+//!   P4Runtime server that enforces them in front of a switch whose own server has none (BMv2).
 //! * [`p4info`], [`p4rt`], [`bmv2_thrift`]: the transports (P4Runtime, BMv2's Thrift register
 //!   calls).
 
@@ -26,5 +28,7 @@ pub mod meters;
 pub mod model_target;
 pub mod p4info;
 pub mod p4rt;
+pub mod role_gateway;
+pub mod roles;
 pub mod rule_ids;
 pub mod switches;

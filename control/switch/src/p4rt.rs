@@ -47,6 +47,8 @@ pub struct P4RtConfig {
     pub election_id: u128,
     /// P4Runtime role; empty = the default role (full access).
     pub role: String,
+    /// The role's configuration, sent in arbitration (a packed `P4RoleConfig`).
+    pub role_config: Option<prost_types::Any>,
     pub tls: Option<TlsFiles>,
     /// Deadline of every unary call, and of connecting.
     pub timeout: Duration,
@@ -66,6 +68,7 @@ impl P4RtConfig {
             device_id,
             election_id: 1,
             role: String::new(),
+            role_config: None,
             tls: None,
             timeout: Duration::from_secs(2),
             pipeline_timeout: Duration::from_secs(30),
@@ -292,7 +295,7 @@ impl P4RtClient {
                     device_id: cfg.device_id,
                     role: (!cfg.role.is_empty()).then(|| Role {
                         name: cfg.role.clone(),
-                        config: None,
+                        config: cfg.role_config.clone(),
                     }),
                     election_id: Some(uint128(cfg.election_id)),
                     status: None,

@@ -31,6 +31,9 @@ pub struct Bmv2Options {
     pub digest_rate: u32,
     /// Updates per Write request.
     pub write_batch: usize,
+    /// Attach to a pipeline another controller owns (P4Runtime roles): never push one; with a
+    /// role, send Canary's role configuration in arbitration.
+    pub attach: bool,
 }
 
 impl Default for Bmv2Options {
@@ -42,6 +45,7 @@ impl Default for Bmv2Options {
             digest_queue: 4096,
             digest_rate: 20_000,
             write_batch: 1000,
+            attach: false,
         }
     }
 }
@@ -85,6 +89,10 @@ pub struct Bmv2Driver {
     opts: Bmv2Options,
     prog: Arc<Bmv2Program>,
     monitor: bool,
+    /// This switch's pathBF mask (what `switch_config` holds while Canary's state is there).
+    mask: u32,
+    /// Attached: the cookie of the pipeline found at `connect`.
+    attached_cookie: Option<u64>,
     client: Option<P4RtClient>,
     thrift: Option<ThriftClient>,
     /// A register read still running (its caller gave up waiting).
@@ -111,10 +119,19 @@ impl Bmv2Driver {
             opts,
             prog,
             monitor,
+            mask: 0,
+            attached_cookie: None,
             client: None,
             thrift: None,
             pending: None,
         }
+    }
+
+    /// The switch's pathBF mask, which tells an attached driver whether the switch still holds
+    /// Canary's configuration.
+    pub fn with_mask(mut self, mask: u32) -> Self {
+        self.mask = mask;
+        self
     }
 
     fn p4rt_config(&self) -> P4RtConfig {
@@ -122,6 +139,11 @@ impl Bmv2Driver {
         let mut c = P4RtConfig::new(&b.name, &b.endpoint.grpc, b.endpoint.device_id);
         c.election_id = self.opts.election_id;
         c.role = self.opts.role.clone();
+        if !c.role.is_empty() {
+            c.role_config = Some(crate::roles::pack(&crate::roles::canary_role_config(
+                &self.prog.program,
+            )));
+        }
         c.tls = b.endpoint.tls.clone();
         c.timeout = self.opts.timeout;
         c.digest_queue = self.opts.digest_queue;
@@ -261,6 +283,52 @@ impl Bmv2Driver {
         }
     }
 
+    /// Whether `switch_config` holds this switch's configuration: after a restart or a new
+    /// pipeline its default action reads back as the program's, not Canary's.
+    async fn holds_config(&mut self) -> Result<bool, DriverError> {
+        use bfrt_proto::p4rt::{entity, table_action, Entity, TableEntry};
+        let t = self
+            .prog
+            .program
+            .table(crate::contract::Table::SwitchConfig)
+            .clone();
+        let e = Entity {
+            entity: Some(entity::Entity::TableEntry(TableEntry {
+                table_id: t.id,
+                is_default_action: true,
+                ..Default::default()
+            })),
+        };
+        let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
+        let Some(entity::Entity::TableEntry(te)) = got.into_iter().next().and_then(|e| e.entity)
+        else {
+            return Ok(false);
+        };
+        let Some(table_action::Type::Action(a)) = te.action.and_then(|a| a.r#type) else {
+            return Ok(false);
+        };
+        if a.action_id != t.action_id {
+            return Ok(false);
+        }
+        let args: Vec<u128> = t
+            .params
+            .iter()
+            .map(|p| {
+                a.params
+                    .iter()
+                    .find(|x| x.param_id == p.id)
+                    .filter(|x| x.value.len() <= 16)
+                    .map_or(0, |x| {
+                        x.value.iter().fold(0u128, |v, &b| v << 8 | u128::from(b))
+                    })
+            })
+            .collect();
+        Ok(args.len() >= 3
+            && args[0] == u128::from(self.monitor)
+            && args[1] == u128::from(self.mask)
+            && args[2] >= 2)
+    }
+
     /// Writes `writes` straight to this switch (tests that program one switch by hand).
     pub async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
         self.write(writes).await
@@ -280,6 +348,19 @@ impl SwitchDriver for Bmv2Driver {
             .map_err(from_p4rt)?;
         let cookie = c.pipeline_cookie().await.map_err(from_p4rt)?;
         self.client = Some(c);
+        if self.opts.attach {
+            if cookie.is_none() {
+                self.client = None;
+                return Err(DriverError::Unreachable(format!(
+                    "{}: no pipeline yet (the controller that owns it has not pushed it)",
+                    self.bound.name
+                )));
+            }
+            self.attached_cookie = cookie;
+            let kept = self.holds_config().await?;
+            self.enable_digest().await?;
+            return Ok(if kept { Attach::Kept } else { Attach::Fresh });
+        }
         if cookie == Some(self.prog.cookie) {
             self.enable_digest().await?;
             Ok(Attach::Kept)
@@ -431,6 +512,16 @@ impl SwitchDriver for Bmv2Driver {
                 .map_err(|e| DriverError::Unreachable(e.to_string()))
         })
         .await
+    }
+
+    async fn pipeline_unchanged(&mut self) -> Result<bool, DriverError> {
+        if !self.opts.attach {
+            return Ok(true);
+        }
+        // A new cookie, or the same program pushed again (its `switch_config` back to the
+        // program's default): either way Canary's rules and meters are gone.
+        let now = self.client()?.pipeline_cookie().await.map_err(from_p4rt)?;
+        Ok(now.is_some() && now == self.attached_cookie && self.holds_config().await?)
     }
 
     fn take_digests(&mut self) -> Digests {
