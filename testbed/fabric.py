@@ -55,6 +55,9 @@ IFNAMSIZ = 15
 FABRIC_MTU = 9000
 
 
+ACCT_TABLE = "canary_acct"
+
+
 def log(msg):
     print(f"fabric: {msg}", file=sys.stderr, flush=True)
 
@@ -329,6 +332,9 @@ class Fabric:
         self.fault_method = None
         self.generators = []  # (host, Popen)
         self.left = []
+        self.accounting = False
+        # 1-minute load average, sampled while the fabric runs (overload shows here first).
+        self.load = []
 
     def intf(self, switch, neighbour):
         return f"{switch}-eth{self.ports[switch][neighbour]}"
@@ -386,6 +392,7 @@ class Fabric:
                 if n not in host_names:
                     run(["ip", "link", "set", "dev", name, "mtu", str(FABRIC_MTU)])
         self.config_hosts()
+        self.setup_accounting()
         self.apply_faults()
         self.start_switches()
         self.write_switches_yaml()
@@ -449,6 +456,76 @@ class Fabric:
             self.fault_method = method
             shown = run(["tc", "qdisc", "show", "dev", dev]).strip().replace("\n", "; ")
             log(f"fault {x}->{y} loss {loss:g}: {dev} egress ({method}): {shown}")
+
+    def acct_counter(self, dev, direction):
+        return "c_" + dev.replace("-", "_") + "_" + direction
+
+    def setup_accounting(self):
+        """Counts the generators' frames at both ends of every link, from the kernel.
+
+        Only unicast UDP is counted: it crosses every switch once per hop (floods such as ARP are
+        replicated, so frames in and out of a switch would not balance). On a fabric link the
+        frame carries Canary's 8-byte shim (EtherType 0x88B5, the frame's own EtherType at byte
+        20, its IP header from byte 22); on a host's link it is plain IPv4 or IPv6. Egress counts
+        run in the netfilter egress hook, before tc's egress (where faults drop), so a directed
+        link's loss is what its sender's egress counted less what its receiver's ingress counted,
+        injected drops included; a switch's loss is what its ports took in less what they sent.
+        """
+        host_names = {h for h, _, _ in self.hosts}
+        cmds = [f"add table netdev {ACCT_TABLE}"]
+        for s in self.ports:
+            for n in self.ports[s]:
+                dev = self.intf(s, n)
+                if n in host_names:
+                    matches = ["ether type ip ip protocol udp", "ether type ip6 ip6 nexthdr udp"]
+                else:
+                    matches = ["@ll,96,16 0x88b5 @ll,160,16 0x0800 @ll,248,8 17",
+                               "@ll,96,16 0x88b5 @ll,160,16 0x86dd @ll,224,8 17"]
+                for hook, d in (("ingress", "in"), ("egress", "out")):
+                    c = self.acct_counter(dev, d)
+                    chain = c + "_chain"
+                    cmds.append(f"add counter netdev {ACCT_TABLE} {c}")
+                    cmds.append(f"add chain netdev {ACCT_TABLE} {chain} {{ type filter hook {hook} "
+                                f"device \"{dev}\" priority -100; }}")
+                    for m in matches:
+                        # @ll,7,1: the group bit of the destination MAC (0: unicast).
+                        cmds.append(f"add rule netdev {ACCT_TABLE} {chain} @ll,7,1 0 {m} "
+                                    f"counter name {c}")
+        p = subprocess.run(["nft", "-f", "-"], input="\n".join(cmds) + "\n",
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"nft (the testbed's packet accounting): {p.stderr.strip()}")
+        self.accounting = True
+
+    def read_accounting(self):
+        """Where the generators' frames were lost: per directed link and per switch."""
+        p = subprocess.run(["nft", "-j", "list", "counters", "table", "netdev", ACCT_TABLE],
+                           capture_output=True, text=True)
+        if p.returncode != 0:
+            raise RuntimeError(f"nft list counters: {p.stderr.strip()}")
+        counts = {}
+        for item in json.loads(p.stdout).get("nftables", []):
+            c = item.get("counter")
+            if c:
+                counts[c["name"]] = c["packets"]
+        injected = {k: v["dropped"] for k, v in self.fault_drops().items()}
+        links = {}
+        for x, y in self.links:
+            for a, b in ((x, y), (y, x)):
+                sent = counts.get(self.acct_counter(self.intf(a, b), "out"), 0)
+                got = counts.get(self.acct_counter(self.intf(b, a), "in"), 0)
+                links[f"{a}->{b}"] = {"sent": sent, "received": got, "lost": sent - got,
+                                      "injected": injected.get(f"{a}->{b}", 0)}
+        switches = {}
+        for s in self.ports:
+            took = sum(counts.get(self.acct_counter(self.intf(s, n), "in"), 0) for n in self.ports[s])
+            gave = sum(counts.get(self.acct_counter(self.intf(s, n), "out"), 0) for n in self.ports[s])
+            switches[s] = {"in": took, "out": gave, "lost": took - gave}
+        ports = {self.intf(s, n): {d: counts.get(self.acct_counter(self.intf(s, n), d), 0)
+                                   for d in ("in", "out")}
+                 for s in self.ports for n in self.ports[s]}
+        return {"links": links, "switches": switches, "ports": ports,
+                "load_max": max(self.load, default=0.0), "cpus": os.cpu_count()}
 
     def fault_drops(self):
         """Packets each faulty directed link has dropped so far (from `tc -s qdisc`)."""
@@ -589,6 +666,18 @@ class Fabric:
     def down(self):
         if self.generators:
             self.stop_traffic()
+        if self.net is not None and self.accounting:
+            try:
+                acct = self.read_accounting()
+                with open(os.path.join(self.state, "accounting.json"), "w") as f:
+                    json.dump(acct, f, indent=1)
+                lossy = [f"{k} {v['lost']}" for k, v in acct["switches"].items() if v["lost"]]
+                log("accounting: switches that lost frames: " + (", ".join(lossy) or "none") +
+                    f"; load average up to {acct['load_max']:.1f} on {acct['cpus']} CPUs")
+            except (RuntimeError, OSError, ValueError) as e:
+                log(f"accounting: {e}")
+            run(["nft", "delete", "table", "netdev", ACCT_TABLE])
+            self.accounting = False
         if self.net is not None and self.faults:
             drops = self.fault_drops()
             for link, d in drops.items():
@@ -626,6 +715,9 @@ class Fabric:
 
     def leftovers(self):
         out = []
+        if subprocess.run(["nft", "list", "table", "netdev", ACCT_TABLE],
+                          capture_output=True).returncode == 0:
+            out.append(f"nftables table netdev {ACCT_TABLE}")
         existing = set(os.listdir("/sys/class/net"))
         with open(self.rec.intfs_path) as f:
             for name in f.read().split():
@@ -701,6 +793,9 @@ def main():
                 break
             if args.hold and time.time() - t0 > args.hold:
                 break
+            if int(time.time() * 5) % 5 == 0:
+                with open("/proc/loadavg") as f:
+                    fabric.load.append(float(f.read().split()[0]))
             for sw in fabric.net.switches:
                 if sw.bmv2_proc.poll() is not None and sw.bmv2_pid is not None:
                     log(f"simple_switch_grpc {sw.name} died (exit {sw.bmv2_proc.returncode}); "

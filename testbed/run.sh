@@ -12,7 +12,9 @@
 # brings up the fabric (testbed/fabric.py: one Mininet host per host, one BMv2 per switch, faults
 # on the chosen directed links), runs `canary run` for N epochs with the fault file as the truth,
 # starts the hosts' traffic (`canary traffic`) once the controller has programmed the switches,
-# and prints the localization against the injected faults (testbed/score.py). OUT is the
+# and prints the localization against the injected faults (testbed/score.py), with where every
+# frame the hosts lost was lost (kernel counters at both ends of every link: accounting.json),
+# so a blame next to BMv2's own loss is told apart from a false positive. OUT is the
 # document `canary simulate --json` writes (faults, epochs, summary.blamed, summary.f1).
 #
 # Everything it starts is torn down on exit, on Ctrl-C and on failure: the controller and the
@@ -244,8 +246,8 @@ fi
 # ---------------------------------------------------------------- result
 stop_pid "$fabric_pid" "fabric.py" TERM 90
 fabric_pid=""
-sed -n '/traffic:\|fault .*dropped\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
-$PY "$here/score.py" "$json" --drops "$state/fault_drops.json" --traffic "$state/traffic/summary.json"
+sed -n '/traffic:\|fault .*dropped\|accounting\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
+$PY "$here/score.py" "$json" --drops "$state/fault_drops.json" --traffic "$state/traffic/summary.json" --accounting "$state/accounting.json"
 if [ -n "$svg" ]; then
     "$canary" draw --topology "$topology" --json "$json" --out "$svg" && say "fabric picture: $svg"
 fi

@@ -1,19 +1,31 @@
 #!/usr/bin/python3
-"""Prints a run's localization against the injected truth.
+"""Prints a run's localization against the truth: the injected faults and every loss measured.
 
-    testbed/score.py RUN.json [--drops fault_drops.json] [--traffic summary.json] [--check]
+    testbed/score.py RUN.json [--drops fault_drops.json] [--traffic summary.json]
+                     [--accounting accounting.json] [--json OUT] [--check]
 
 RUN.json is the document `canary run --json` (and `canary simulate --json`) writes: `faults` (the
-truth), `epochs[].blamed` and `summary` (blamed, precision, recall, f1). For every injected fault it
-shows how many frames the kernel really dropped on that link (from fabric.py's fault_drops.json),
-the first epoch that blamed it and the final verdict; then every false positive.
+injected faults), `epochs[].blamed` and `summary` (blamed, precision, recall, f1).
 
-With --check it exits 1 unless the final verdict blames exactly the injected faults (a run with no
-fault passes when nothing is blamed).
+accounting.json is fabric.py's count of the generators' frames at both ends of every link and at
+every switch's ports. With it, the truth is the injected faults plus whatever else really lost
+frames: a link whose receiver got fewer than its sender sent beyond the injected drops, or a
+switch that took in more than it sent (a BMv2 falling behind). Every blamed link is then one of:
+  injected      an injected fault;
+  real loss     a link that measurably lost frames it was not told to (with its rate);
+  switch loss   a link into or out of a switch that lost frames itself;
+  FALSE POSITIVE  nothing was lost there.
+For each injected fault it shows the frames its link carried and whether they could show it: a
+loss p drops none of n frames with probability (1-p)^n, so below n = ln(20)/p (about 3/p) a fault
+of that size cannot be told from a healthy link at 95 % confidence ("too little traffic").
+
+--check exits 1 unless every blamed link is injected or explained by measured loss, and every
+injected fault with enough traffic is blamed. --json writes this verdict as a document.
 """
 
 import argparse
 import json
+import math
 import sys
 
 
@@ -21,11 +33,28 @@ def key(link):
     return f"{link[0]}->{link[1]}"
 
 
+def enough(loss):
+    """Frames a link must carry for a loss of `loss` to show at 95 % confidence."""
+    return math.log(20) / -math.log1p(-loss) if 0 < loss < 1 else 0
+
+
+def load(path):
+    if not path:
+        return None
+    try:
+        with open(path) as f:
+            return json.load(f)
+    except (OSError, ValueError):
+        return None
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("run")
     ap.add_argument("--drops")
     ap.add_argument("--traffic")
+    ap.add_argument("--accounting")
+    ap.add_argument("--json")
     ap.add_argument("--check", action="store_true")
     a = ap.parse_args()
     try:
@@ -37,20 +66,44 @@ def main():
         final = {key(x["link"]): x for x in summary["blamed"]}
     except (OSError, ValueError, KeyError, TypeError) as e:
         sys.exit(f"score: {a.run}: not a `canary run --json` document ({e!r})")
-    drops = {}
-    if a.drops:
-        try:
-            with open(a.drops) as f:
-                drops = json.load(f)
-        except (OSError, ValueError):
-            pass
+    drops = load(a.drops) or {}
+    acct = load(a.accounting)
+    if a.accounting and acct is None:
+        sys.exit(f"score: {a.accounting}: cannot read the testbed's accounting")
+    links = (acct or {}).get("links", {})
+    switches = (acct or {}).get("switches", {})
+    # Packets Canary's monitored flows carried across each directed link over the run.
+    counted = {}
+    for seg in summary.get("coverage", []):
+        hops = seg["segment"]
+        for x, y in zip(hops, hops[1:]):
+            c = counted.setdefault(f"{x}->{y}", [0, 0])
+            c[0] += seg["sent"]
+            c[1] += seg["lost"]
     first = {}
     for e in epochs:
         for b in e.get("blamed", []):
             first.setdefault(key(b["link"]), e["epoch"])
 
+    # Loss the run was not told about. (A faulty link's own frames lost are the injected ones:
+    # its dropper also drops ARP and ND, which the injector's count includes and ours does not.)
+    real = {l: v["lost"] for l, v in links.items() if l not in faults and v["lost"] > 0}
+    lossy_switches = {s: v["lost"] for s, v in switches.items() if v["lost"] > 0}
+
+    def explain(link):
+        if link in faults:
+            return "injected"
+        if link in real:
+            v = links[link]
+            return f"real loss {real[link]}/{v['sent']} ({100 * real[link] / max(v['sent'], 1):.2f}%)"
+        ends = [s for s in link.split("->") if s in lossy_switches]
+        if ends:
+            return "switch loss at " + ", ".join(f"{s} ({lossy_switches[s]} frames)" for s in ends)
+        return None
+
     print(f"── localization vs injected faults ({len(epochs)} epochs) ──")
     print(f"{'injected fault':<22} {'loss':>7} {'dropped on the link':>22} {'first blamed':>13}  final")
+    starved = []
     for link, loss in sorted(faults.items()):
         d = drops.get(link)
         dropped = "" if d is None else (
@@ -58,31 +111,88 @@ def main():
             f"({100 * d['dropped'] / max(d['sent'] + d['dropped'], 1):.2f}%)")
         fb = f"epoch {first[link]}" if link in first else "never"
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
+        carried = links.get(link, {}).get("sent")
+        if carried is not None and carried < enough(loss):
+            starved.append(link)
+            fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
+                    f"{math.ceil(enough(loss))} to show)")
+        if link not in final and link not in starved:
+            n, lost = counted.get(link, [0, 0])
+            fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"
+                    + ("; too few to show this loss" if n < enough(loss) else "") + ")")
         print(f"{link:<22} {loss:>7.3%} {dropped:>22} {fb:>13}  {fin}")
     if not faults:
         print("(no injected fault)")
-    fps = sorted(set(final) - set(faults))
-    for link in fps:
+    verdicts = {}
+    for link in sorted(set(final) - set(faults)):
+        why = explain(link) if acct else None
+        verdicts[link] = why
+        label = why.upper() if why else "FALSE POSITIVE"
         print(f"{link:<22} {'-':>7} {'':>22} {'epoch ' + str(first.get(link, '?')):>13}  "
-              f"FALSE POSITIVE, est. {final[link]['loss']:.4f}")
+              f"{label}, est. {final[link]['loss']:.4f}")
     transient = sorted(set(first) - set(faults) - set(final))
     if transient:
         print("blamed in some epoch but not in the final verdict: " + ", ".join(
-            f"{l} (epoch {first[l]})" for l in transient))
+            f"{l} (epoch {first[l]}{'; ' + explain(l) if acct and explain(l) else ''})"
+            for l in transient))
     print(f"precision {summary['precision']:.3f}   recall {summary['recall']:.3f}   "
-          f"F1 {summary['f1']:.3f}   TP {summary['tp']}  FP {summary['fp']}  FN {summary['fn']}")
-    if a.traffic:
-        try:
-            with open(a.traffic) as f:
-                t = json.load(f)
-            print(f"host traffic: {t['sent']} packets sent, {t['lost']} lost end to end "
-                  f"({100 * t['loss']:.3f} %), {t['late']} sent late")
-        except (OSError, ValueError, KeyError):
-            pass
+          f"F1 {summary['f1']:.3f}   TP {summary['tp']}  FP {summary['fp']}  FN {summary['fn']}"
+          "   (against the injected faults only)")
+    traffic = load(a.traffic)
+    if traffic:
+        print(f"host traffic: {traffic['sent']} packets sent, {traffic['lost']} lost end to end "
+              f"({100 * traffic['loss']:.3f} %), {traffic['late']} sent late")
+    unexplained = sorted(l for l, why in verdicts.items() if why is None)
+    if acct:
+        injected = sum(v["lost"] for l, v in links.items() if l in faults)
+        on_links = sum(real.values())
+        in_switches = sum(lossy_switches.values())
+        print("── where the fabric lost the generators' frames (kernel counters) ──")
+        print(f"on faulty links {injected}; on other links {on_links}"
+              + (" (" + ", ".join(f"{l} {n}" for l, n in sorted(real.items())) + ")" if real else "")
+              + f"; inside switches {in_switches}"
+              + (" (" + ", ".join(f"{s} {n}" for s, n in sorted(lossy_switches.items())) + ")"
+                 if lossy_switches else ""))
+        if traffic:
+            rest = traffic["lost"] - injected - on_links - in_switches
+            print(f"end to end {traffic['lost']}: {rest:+d} not seen on any link or switch"
+                  + (" (frames lost at the hosts' own interfaces, or still in flight at the end)"
+                     if rest else ""))
+        trouble = []
+        if lossy_switches:
+            trouble.append(f"{len(lossy_switches)} switches dropped {in_switches} frames "
+                           "themselves")
+        if traffic and traffic["late"] > traffic["sent"] / 100:
+            trouble.append(f"{traffic['late']} packets sent late (the generators fell behind)")
+        if acct.get("load_max", 0) > 2 * acct.get("cpus", 1):
+            trouble.append(f"OVERLOAD: load average {acct['load_max']:.1f} on {acct['cpus']} CPUs")
+        print(("TESTBED LOSS: " + "; ".join(trouble) + f" (load average up to "
+               f"{acct.get('load_max', 0):.1f} on {acct.get('cpus', '?')} CPUs): blames next to "
+               "these losses are the testbed's, not faults") if trouble else
+              "testbed loss: none (no switch lost a frame, no generator fell behind)")
+        smallest = min(faults.values(), default=0.01)
+        thin = sorted(l for l, v in links.items() if v["sent"] < enough(smallest))
+        print(f"links too thin to exclude a {smallest:.2%} loss (fewer than "
+              f"{math.ceil(enough(smallest))} frames): "
+              + (", ".join(f"{l} ({links[l]['sent']})" for l in thin) if thin else "none"))
+    else:
+        thin = []
+    missed = sorted(l for l in faults if l not in final and l not in starved)
+    ok = not missed and (not unexplained if acct else set(final) == set(faults))
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump({"injected": sorted(faults), "blamed": sorted(final),
+                       "explained": {l: w for l, w in verdicts.items() if w},
+                       "false_positives": unexplained if acct else sorted(set(final) - set(faults)),
+                       "missed": missed, "too_little_traffic": starved,
+                       "real_link_loss": real, "switch_loss": lossy_switches,
+                       "thin_links": thin, "ok": ok}, f, indent=1)
     if a.check:
-        ok = set(final) == set(faults)
-        print("CHECK " + ("PASSED" if ok else "FAILED") + ": the final verdict blames "
-              + ("exactly the injected faults" if ok else "something else"))
+        print("CHECK " + ("PASSED" if ok else "FAILED") + ": "
+              + ("every blame is an injected fault or measured loss, and every injected fault "
+                 "with enough traffic is found" if ok else
+                 f"unexplained blames {unexplained or sorted(set(final) - set(faults))}, "
+                 f"missed {missed}"))
         sys.exit(0 if ok else 1)
 
 
