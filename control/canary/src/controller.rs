@@ -22,6 +22,7 @@ use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, Selection
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 #[derive(Clone, Debug)]
 pub struct ControllerConfig {
@@ -117,8 +118,13 @@ impl Controller {
 
     /// Runs one epoch to its end and returns its report.
     pub async fn run_epoch<F: Fabric>(&mut self, fabric: &mut F) -> EpochReport {
+        // The span goes with the future, so it is entered only while this epoch's code runs
+        // (a guard held across `.await` would leak it into whatever the runtime polls between).
         let span = tracing::info_span!("epoch", n = self.epoch);
-        let _enter = span.enter();
+        self.epoch_in_span(fabric).instrument(span).await
+    }
+
+    async fn epoch_in_span<F: Fabric>(&mut self, fabric: &mut F) -> EpochReport {
         let now = fabric.now();
         if self.next_flip > now {
             fabric.wait(self.next_flip - now).await;

@@ -1,5 +1,5 @@
 //! `canary eval`: every localizer of the papers on one simulated fabric with one set of faults
-//! (LOCALIZERS.md §7), scored on directed links.
+//! (each on the telemetry its own system collects; docs/eval.md), scored on directed links.
 //!
 //! The topology, the faults and the per-link loss vector come from the seed exactly as
 //! [`crate::simulate::run_full`] draws them, so every localizer sees the same lossy links. Each

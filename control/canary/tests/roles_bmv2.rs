@@ -54,41 +54,129 @@ enum ToOwner {
     Stop,
 }
 
-/// The forwarding controller: in the fabric's namespace, primary for the default role on
-/// every switch through its gateway; pushes the pipeline and forwarding, then holds on until
-/// told to probe Canary's entities and stop.
-fn forwarding_controller(
+/// Where the test's controllers find the fabric.
+#[derive(Clone)]
+struct Setup {
     fab: String,
     switches: String,
     topology: String,
     p4dir: std::path::PathBuf,
+}
+
+/// The fabric as a controller sees it: topology, switches, program.
+struct View {
+    prep: canary::setup::Prepared,
+    bound: Vec<canary_switch::switches::BoundSwitch>,
+    program: Arc<Bmv2Program>,
+}
+
+impl Setup {
+    fn view(&self) -> View {
+        let prep = prepare(
+            load_topology(&self.topology, None).unwrap(),
+            Default::default(),
+        )
+        .unwrap();
+        let bound = SwitchesFile::load(&self.switches)
+            .unwrap()
+            .bind(&self.switches, &prep.topo)
+            .unwrap();
+        let p4 = canary::daemon::load_p4(Some(&self.p4dir)).unwrap();
+        let program =
+            Arc::new(Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap());
+        View {
+            prep,
+            bound,
+            program,
+        }
+    }
+
+    /// Runs `f` on a thread of its own in the fabric's namespace, on a runtime of its own.
+    fn in_fabric<T: Send + 'static, F: std::future::Future<Output = T>>(
+        &self,
+        f: impl FnOnce(Setup) -> F + Send + 'static,
+    ) -> std::thread::JoinHandle<T> {
+        let me = self.clone();
+        std::thread::spawn(move || {
+            bmv2::enter_netns(&me.fab);
+            let rt = tokio::runtime::Builder::new_current_thread()
+                .enable_all()
+                .build()
+                .unwrap();
+            rt.block_on(f(me))
+        })
+    }
+}
+
+impl View {
+    /// Switch `s`'s forwarding, as its owner writes it.
+    fn forwarding(&self, s: canary_core::topo::SwitchIx) -> entries::Forwarding {
+        let topo = &self.prep.topo;
+        let state = ForwardingState::of(
+            topo,
+            &Routing::new(topo),
+            &FloodTree::new(topo),
+            s,
+            port_map(&self.bound).of(s),
+        );
+        entries::forwarding(&state, self.prep.codec.masks[s as usize])
+    }
+
+    /// A controller of role `canary` on the first switch.
+    async fn canary_client(&self, election_id: u128, with_config: bool) -> P4RtClient {
+        let b = &self.bound[0];
+        let mut cfg = P4RtConfig::new(&b.name, &b.endpoint.grpc, b.endpoint.device_id);
+        cfg.role = "canary".into();
+        cfg.election_id = election_id;
+        if with_config {
+            cfg.role_config = Some(canary_switch::roles::pack(
+                &canary_switch::roles::canary_role_config(&self.program.program),
+            ));
+        }
+        P4RtClient::connect(cfg).await.unwrap()
+    }
+}
+
+/// The forwarding controller: in the fabric's namespace, primary for the default role on
+/// every switch through its gateway; pushes the pipeline and forwarding, then holds on until
+/// told to probe Canary's entities and stop.
+async fn forwarding_controller(
+    setup: Setup,
     ready: mpsc::Sender<Result<(), String>>,
     orders: mpsc::Receiver<ToOwner>,
     probes: mpsc::Sender<OwnerProbe>,
 ) {
-    bmv2::enter_netns(&fab);
-    let rt = tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-        .unwrap();
-    rt.block_on(async move {
-        let prep = prepare(load_topology(&topology, None).unwrap(), Default::default()).unwrap();
-        let bound = SwitchesFile::load(&switches)
-            .unwrap()
-            .bind(&switches, &prep.topo)
-            .unwrap();
-        let ports = port_map(&bound);
-        let routing = Routing::new(&prep.topo);
-        let tree = FloodTree::new(&prep.topo);
-        let p4 = canary::daemon::load_p4(Some(&p4dir)).unwrap();
-        let program =
-            Arc::new(Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap());
+    {
+        let view = setup.view();
+        let bound = &view.bound;
+        let program = view.program.clone();
         let opts = Bmv2Options {
             election_id: OWNER_ELECTION,
             ..Default::default()
         };
+        // Pushes switch `i`'s pipeline and forwarding (again, for a reload).
+        async fn configure(d: &mut Bmv2Driver, fwd: entries::Forwarding) -> Result<(), String> {
+            d.load_pipeline().await.map_err(|e| e.to_string())?;
+            d.write_groups(&fwd.groups)
+                .await
+                .map_err(|e| e.to_string())?;
+            let inserts: Vec<Write> = fwd
+                .entries
+                .into_iter()
+                .map(|entry| Write {
+                    change: Change::Insert,
+                    entry,
+                })
+                .collect();
+            let failed = d.write(&inserts).await;
+            if failed.is_empty() {
+                Ok(())
+            } else {
+                Err(format!("forwarding: {failed:?}"))
+            }
+        }
         let mut drivers = Vec::new();
-        for b in &bound {
+        for b in bound {
             let s = b.ix;
             // Not a monitor: it leaves Canary's digest alone.
             let mut d = Bmv2Driver::new(b.clone(), false, program.clone(), opts.clone());
@@ -101,21 +189,8 @@ fn forwarding_controller(
                 }
                 tokio::time::sleep(Duration::from_millis(200)).await;
             }
-            d.load_pipeline().await.unwrap();
-            let state = ForwardingState::of(&prep.topo, &routing, &tree, s, ports.of(s));
-            let fwd = entries::forwarding(&state, prep.codec.masks[s as usize]);
-            d.write_groups(&fwd.groups).await.unwrap();
-            let inserts: Vec<Write> = fwd
-                .entries
-                .iter()
-                .map(|e| Write {
-                    change: Change::Insert,
-                    entry: e.clone(),
-                })
-                .collect();
-            let failed = d.write(&inserts).await;
-            if !failed.is_empty() {
-                let _ = ready.send(Err(format!("{}: forwarding: {failed:?}", b.name)));
+            if let Err(e) = configure(&mut d, view.forwarding(s)).await {
+                let _ = ready.send(Err(format!("{}: {e}", b.name)));
                 return;
             }
             drivers.push(d);
@@ -126,21 +201,9 @@ fn forwarding_controller(
             match order {
                 ToOwner::Stop => break,
                 ToOwner::Repush(i) => {
-                    let d = &mut drivers[i];
-                    d.load_pipeline().await.unwrap();
-                    let s = bound[i].ix;
-                    let state = ForwardingState::of(&prep.topo, &routing, &tree, s, ports.of(s));
-                    let fwd = entries::forwarding(&state, prep.codec.masks[s as usize]);
-                    d.write_groups(&fwd.groups).await.unwrap();
-                    let inserts: Vec<Write> = fwd
-                        .entries
-                        .iter()
-                        .map(|e| Write {
-                            change: Change::Insert,
-                            entry: e.clone(),
-                        })
-                        .collect();
-                    assert!(d.write(&inserts).await.is_empty());
+                    configure(&mut drivers[i], view.forwarding(bound[i].ix))
+                        .await
+                        .unwrap();
                 }
                 ToOwner::Probe => {
                     let d = &mut drivers[0];
@@ -183,112 +246,51 @@ fn forwarding_controller(
                 }
             }
         }
-    });
+    }
 }
 
 /// What a controller of role `canary` is allowed, before the daemon runs: it is primary for its
 /// role while the forwarding controller is primary for the default one, and it can neither
 /// write forwarding nor push a pipeline.
-fn canary_role_limits(
-    fab: &str,
-    switches: &str,
-    topology: &str,
-    p4dir: &std::path::Path,
-) -> (bool, String, String) {
-    let (fab, switches, topology, p4dir) = (
-        fab.to_string(),
-        switches.to_string(),
-        topology.to_string(),
-        p4dir.to_path_buf(),
-    );
-    std::thread::spawn(move || {
-        bmv2::enter_netns(&fab);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let prep =
-                prepare(load_topology(&topology, None).unwrap(), Default::default()).unwrap();
-            let bound = SwitchesFile::load(&switches)
-                .unwrap()
-                .bind(&switches, &prep.topo)
-                .unwrap();
-            let p4 = canary::daemon::load_p4(Some(&p4dir)).unwrap();
-            let program = Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap();
-            let mut cfg =
-                P4RtConfig::new("s1", &bound[0].endpoint.grpc, bound[0].endpoint.device_id);
-            cfg.role = "canary".into();
-            cfg.role_config = Some(canary_switch::roles::pack(
-                &canary_switch::roles::canary_role_config(&program.program),
-            ));
-            cfg.election_id = 5;
-            let mut c = P4RtClient::connect(cfg).await.unwrap();
-            let ports = port_map(&bound);
-            let routing = Routing::new(&prep.topo);
-            let tree = FloodTree::new(&prep.topo);
-            let state = ForwardingState::of(&prep.topo, &routing, &tree, 0, ports.of(0));
-            let fwd = entries::forwarding(&state, prep.codec.masks[0]);
-            let route = fwd
+fn canary_role_limits(setup: &Setup) -> (bool, String, String) {
+    setup
+        .in_fabric(|setup| async move {
+            let view = setup.view();
+            let mut c = view.canary_client(5, true).await;
+            let route = view
+                .forwarding(0)
                 .entries
-                .iter()
+                .into_iter()
                 .find(|e| e.table == canary_switch::contract::Table::IpRoute)
                 .unwrap();
             let up = canary_switch::drivers::p4runtime::write_update(
-                &program.program,
+                &view.program.program,
                 &Write {
                     change: Change::Modify,
-                    entry: route.clone(),
+                    entry: route,
                 },
             )
             .unwrap();
             let route_err = c.write(vec![up], 1).await.unwrap_err().to_string();
+            let p = &view.program;
             let push_err = c
-                .set_pipeline(&program.p4info.bytes, &program.device_config, 7)
+                .set_pipeline(&p.p4info.bytes, &p.device_config, 7)
                 .await
                 .unwrap_err()
                 .to_string();
             (c.primary, route_err, push_err)
         })
-    })
-    .join()
-    .unwrap()
+        .join()
+        .unwrap()
 }
 
 /// A second controller of role `canary` with a lower election id than the daemon's, mid-run:
 /// whether it became primary, and what its write got.
-fn canary_backup_write(
-    fab: &str,
-    switches: &str,
-    topology: &str,
-    p4dir: &std::path::Path,
-) -> (bool, String) {
-    let (fab, switches, topology, p4dir) = (
-        fab.to_string(),
-        switches.to_string(),
-        topology.to_string(),
-        p4dir.to_path_buf(),
-    );
-    std::thread::spawn(move || {
-        bmv2::enter_netns(&fab);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async move {
-            let prep =
-                prepare(load_topology(&topology, None).unwrap(), Default::default()).unwrap();
-            let bound = SwitchesFile::load(&switches)
-                .unwrap()
-                .bind(&switches, &prep.topo)
-                .unwrap();
-            let p4 = canary::daemon::load_p4(Some(&p4dir)).unwrap();
-            let program = Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap();
-            let mut cfg =
-                P4RtConfig::new("s1", &bound[0].endpoint.grpc, bound[0].endpoint.device_id);
-            cfg.role = "canary".into();
-            cfg.election_id = 0;
-            let mut c = P4RtClient::connect(cfg).await.unwrap();
+fn canary_backup_write(setup: &Setup) -> (bool, String) {
+    setup
+        .in_fabric(|setup| async move {
+            let view = setup.view();
+            let mut c = view.canary_client(0, false).await;
             let rule = entries::rule(
                 &canary_core::fabric::RuleOp::InstallHh {
                     switch: 0,
@@ -298,16 +300,15 @@ fn canary_backup_write(
                 0,
                 false,
             );
-            let up =
-                canary_switch::drivers::p4runtime::write_update(&program.program, &rule).unwrap();
+            let up = canary_switch::drivers::p4runtime::write_update(&view.program.program, &rule)
+                .unwrap();
             (
                 c.primary,
                 c.write(vec![up], 1).await.unwrap_err().to_string(),
             )
         })
-    })
-    .join()
-    .unwrap()
+        .join()
+        .unwrap()
 }
 
 /// Canary with `--role canary` beside the fabric's own controller: each is primary for its role
@@ -369,26 +370,20 @@ fn canary_role_runs_beside_the_forwarding_controller_and_neither_writes_the_othe
     let (ready_tx, ready) = mpsc::channel();
     let (orders, orders_rx) = mpsc::channel();
     let (probes_tx, probes) = mpsc::channel();
-    let owner = {
-        let (fab, switches, topology, p4dir) = (
-            lab.fab.clone(),
-            switches.clone(),
-            topology.clone(),
-            lab.p4dir.clone(),
-        );
-        std::thread::spawn(move || {
-            forwarding_controller(
-                fab, switches, topology, p4dir, ready_tx, orders_rx, probes_tx,
-            )
-        })
+    let setup = Setup {
+        fab: lab.fab.clone(),
+        switches: switches.clone(),
+        topology: topology.clone(),
+        p4dir: lab.p4dir.clone(),
     };
+    let owner =
+        setup.in_fabric(move |setup| forwarding_controller(setup, ready_tx, orders_rx, probes_tx));
     ready
         .recv_timeout(Duration::from_secs(60))
         .expect("the forwarding controller answers")
         .expect("the forwarding controller configures the fabric");
 
-    let (primary, route_err, push_err) =
-        canary_role_limits(&lab.fab, &switches, &topology, &lab.p4dir);
+    let (primary, route_err, push_err) = canary_role_limits(&setup);
     assert!(
         primary,
         "role `canary` has its own primary beside the default role's"
@@ -437,8 +432,7 @@ fn canary_role_runs_beside_the_forwarding_controller_and_neither_writes_the_othe
     orders.send(ToOwner::Repush(1)).unwrap();
     std::thread::sleep(Duration::from_secs(2));
     orders.send(ToOwner::Probe).unwrap();
-    let (backup_primary, backup_err) =
-        canary_backup_write(&lab.fab, &switches, &topology, &lab.p4dir);
+    let (backup_primary, backup_err) = canary_backup_write(&setup);
     let probe = probes.recv_timeout(Duration::from_secs(30)).unwrap();
     let status = wait_child(&mut d.0, Duration::from_secs(120));
     let _ = traffic.stop();

@@ -11,19 +11,11 @@
 //! the hosts lost found on a link or inside a switch) and `score.py`'s verdict.
 
 use std::io::Read;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
-
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-}
+use canary_testkit::{on_path, repo_root, skip};
 
 /// Why the testbed cannot run here, or `None`.
 fn missing() -> Option<String> {
@@ -375,11 +367,4 @@ fn bad_fault_file_is_rejected_naming_the_file_and_field() {
         r.stderr
     );
     assert!(r.stderr.contains("testbed: clean"), "{}", r.stderr);
-}
-
-/// Prints `SKIP: <what>` where `cargo test` shows it: straight to stderr, since libtest keeps
-/// what `eprintln!` prints from a passing test to itself, and a skip must never pass silently.
-fn skip(what: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIP: {what}");
 }

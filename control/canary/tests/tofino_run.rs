@@ -207,13 +207,38 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
     if std::env::var_os("TOFINO_RUN_PRINT").is_some() {
         eprintln!("{stdout}");
     }
+    // A harvest slower than its deadline skips that switch for the epoch (the report says so):
+    // on a loaded machine (20 servers, the plane and the daemon on 2 cores) some are.
+    let slow = |d: &Value| {
+        d["detail"]
+            .as_str()
+            .is_some_and(|x| x.contains("slower than its deadline"))
+    };
+    let complete = |e: &Value| {
+        e["unreachable"].as_array().unwrap().is_empty()
+            && !e["disturbed"].as_array().unwrap().iter().any(slow)
+    };
     // The first epochs see few segments: with only edge1_0→agg1_1→core2 and →core3 observed,
     // loss on edge1_0→agg1_1 and loss on both agg1_1→core links explain them alike. Once the
-    // selected flows cover the fabric, every epoch blames the lossy link and nothing else.
+    // selected flows cover the fabric, no epoch blames anything but the lossy link, and every
+    // epoch whose monitors were all harvested blames it.
     for e in &epochs[WARM_UP..] {
         let b = links(&e["blamed"]);
-        assert_eq!(b, fault, "epoch {} blamed {b:?}\n{stdout}", e["epoch"]);
+        assert!(
+            b.is_empty() || b == fault,
+            "epoch {} blamed {b:?}\n{stdout}",
+            e["epoch"]
+        );
+        if complete(e) {
+            assert_eq!(b, fault, "epoch {} blamed {b:?}\n{stdout}", e["epoch"]);
+        }
     }
+    let complete_epochs = epochs[WARM_UP..].iter().filter(|e| complete(e)).count();
+    assert!(
+        complete_epochs >= 3,
+        "only {complete_epochs} epochs after the warm-up harvested every monitor in time: the \
+         machine is too loaded for this test to show anything\n{stdout}"
+    );
     // The restart is in the reports (the connection lost, then the switch found restarted and
     // configured again, then left out once more while its rules were written back), and three
     // epochs after its restart the switch is counted as before.
@@ -222,14 +247,20 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
             .as_array()
             .unwrap()
             .iter()
-            .filter(|d| d["switch"] == restarted)
+            .filter(|d| d["switch"] == restarted && !slow(d))
             .map(|d| d["detail"].as_str().unwrap().to_string())
             .collect();
-        if e["unreachable"]
+        let late = e["disturbed"]
             .as_array()
             .unwrap()
             .iter()
-            .any(|u| u == restarted)
+            .any(|d| d["switch"] == restarted && slow(d));
+        if !late
+            && e["unreachable"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .any(|u| u == restarted)
         {
             v.push("unreachable".into());
         }

@@ -138,7 +138,7 @@ fn s8_netbouncer_and_flock_from_bounce_probes() {
     let nbs = NetBouncer::new(NetBouncerParams::staged());
     let nbp = NetBouncer::new(NetBouncerParams::paper());
     let fl = Flock::default();
-    // The Flock authors' calibration for known paths (FLOCK_TRACE.md): p_b = 0.003,
+    // The Flock authors' calibration for known paths (their reference implementation): p_b = 0.003,
     // p_g = 2e-4, log prior −15.
     let rho = 1.0 / (1.0 + 15f64.exp());
     let fl_cal = Flock {

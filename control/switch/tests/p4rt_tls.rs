@@ -13,10 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
+use canary_testkit::on_path;
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap();
@@ -102,7 +99,7 @@ fn pipeline_push_and_write_errors_over_tls() {
     let dir = tempfile::tempdir().unwrap();
     certificates(dir.path());
     let p4 = dir.path().join("p4");
-    run(Command::new(Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bmv2/build.sh")).arg(&p4));
+    canary_testkit::build_bmv2(&p4);
     let (grpc, thrift) = (free_port(), free_port());
     let d = |f: &str| dir.path().join(f);
     let _sw = Switch(

@@ -13,23 +13,13 @@ use std::path::Path;
 
 #[test]
 fn the_kept_p4info_is_the_compilers_and_resolves() {
-    let have_p4c = std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join("p4c").is_file()));
-    if !have_p4c {
+    if !canary_testkit::on_path("p4c") {
         common::skip("program_artifacts: p4c missing from PATH");
         return;
     }
     let dir = tempfile::tempdir().unwrap();
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
-    let out = std::process::Command::new(root.join("../../bmv2/build.sh"))
-        .arg(dir.path())
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    canary_testkit::build_bmv2(dir.path());
     let fresh = std::fs::read(dir.path().join("canary.p4info.bin")).unwrap();
     let kept = std::fs::read(root.join("testdata/v1model/canary.p4info.bin")).unwrap();
     let (fresh, kept) = (

@@ -17,18 +17,9 @@ mod common;
 use canary_core::capacity::Capacity;
 use canary_switch::contract::Program;
 use serde_json::Value;
-use std::path::{Path, PathBuf};
 use std::process::Command;
 
-fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-}
-
-fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+use canary_testkit::{on_path, repo_root};
 
 /// Per stage: (stage number, stateful ALUs used).
 fn stages(resources: &Value) -> Vec<(u64, usize)> {

@@ -27,15 +27,7 @@ pub fn missing() -> Option<String> {
     None
 }
 
-pub fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .map(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-        .unwrap_or(false)
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
-}
+pub use canary_testkit::{on_path, repo_root, skip};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
@@ -50,9 +42,7 @@ fn run(cmd: &mut Command) -> String {
 
 /// Compiles p4src/v1model with bmv2/build.sh into `dir`; returns the BMv2 JSON path.
 pub fn build(dir: &Path) -> PathBuf {
-    let script = repo_root().join("bmv2/build.sh");
-    run(Command::new(&script).arg(dir));
-    dir.join("canary.json")
+    canary_testkit::build_bmv2(dir)
 }
 
 /// Fully qualified names in the BMv2 JSON, resolved by their unique suffix.
@@ -521,11 +511,4 @@ impl Drop for RawSocket {
         // SAFETY: closing the fd this value owns.
         unsafe { libc::close(self.0) };
     }
-}
-
-/// Prints `SKIP: <what>` where `cargo test` shows it: straight to stderr, since libtest keeps
-/// what `eprintln!` prints from a passing test to itself, and a skip must never pass silently.
-pub fn skip(what: &str) {
-    use std::io::Write;
-    let _ = writeln!(std::io::stderr(), "SKIP: {what}");
 }

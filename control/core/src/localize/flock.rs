@@ -1,6 +1,6 @@
 //! Flock (Harsh et al., CoNEXT 2023): the two-level packet model and greedy maximum-likelihood
-//! search with joint likelihood exploration (JLE), as LOCALIZERS.md §5.2 restates it (the
-//! paper's appendix helpers are buggy and are not followed).
+//! search with joint likelihood exploration (JLE), as the Flock paper defines it (its
+//! appendix helpers are buggy and are not followed).
 //!
 //! A flow with `w` candidate paths, `t` packets sent and `r` bad (lost) contributes, under a
 //! hypothesis `H` (set of failed components) hitting `k` of its paths,

@@ -1,5 +1,5 @@
 //! The text trace format of Flock's reference implementation (`netarch/FaultLocalization`), as
-//! described in FLOCK_TRACE.md: writing ([`FlockTrace::to_text`]) and parsing
+//! its code reads and writes it: writing ([`FlockTrace::to_text`]) and parsing
 //! ([`FlockTrace::parse`]). Whitespace-separated records, in this order:
 //!
 //! 1. `Failing_link u v rate` — ground truth (directed link `u→v`, drop rate); all come first.

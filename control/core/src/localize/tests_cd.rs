@@ -1,4 +1,5 @@
-//! Unit tests of the CD solver and the mapping (golden numbers from LOCALIZERS.md §7.4).
+//! Unit tests of the CD solver and the mapping (golden numbers of small hand-made
+//! cases).
 
 use super::cd::{cd_update, objective, solve, CdParams, CdProblem};
 use super::groups::{map_success, Mapping};

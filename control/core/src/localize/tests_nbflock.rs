@@ -1,5 +1,6 @@
 //! Unit tests of NetBouncer's pipeline pieces, Flock's likelihood and greedy search, and the
-//! Flock trace format (golden numbers from LOCALIZERS.md §7.4 and FLOCK_TRACE.md).
+//! Flock trace format (golden numbers of small hand-made cases, and the
+//! trace format of Flock's reference implementation, documented in `flock_trace.rs`).
 
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
@@ -200,7 +201,7 @@ fn flock_trace_round_trips() {
 
 #[test]
 fn flock_trace_parses_the_documented_example_line_by_line() {
-    // The FLOCK_TRACE.md example verbatim (note the double spaces).
+    // A trace as Flock's reference implementation writes it (note the double spaces).
     let text = "Failing_link 44 14 0.018601207825701044\nFP 0 32 1\nFP 32 0 33 68 37\n\
                 FID  10118 10005 29 1 16500 0.0\nFPT 29 61 70 33 1\n\
                 SS  836.8020503044971 11 0 0\n";

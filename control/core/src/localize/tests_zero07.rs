@@ -1,4 +1,5 @@
-//! Unit tests of 007's voting and Algorithm 1 (golden numbers from LOCALIZERS.md §7.4).
+//! Unit tests of 007's voting and Algorithm 1 (golden numbers of small hand-made
+//! cases).
 
 use super::zero07::{algorithm1, per_flow_blame, ranking, tally, VoteTotal, Zero07, Zero07Params};
 use super::{FlowReport007, Localizer};

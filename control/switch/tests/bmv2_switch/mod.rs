@@ -4,25 +4,18 @@
 
 use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
 use std::net::TcpListener;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub fn on_path(tool: &str) -> bool {
-    std::env::var_os("PATH")
-        .is_some_and(|p| std::env::split_paths(&p).any(|d| d.join(tool).is_file()))
-}
+pub use canary_testkit::{on_path, repo_root};
 
 /// Why these tests cannot run here.
 pub fn missing() -> Option<&'static str> {
     ["p4c", "simple_switch_grpc"]
         .into_iter()
         .find(|t| !on_path(t))
-}
-
-pub fn repo_root() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 /// The compiled program, built once per test binary into a temporary directory.
@@ -33,15 +26,7 @@ pub fn program() -> &'static Path {
             .prefix("canary-bmv2-thrift")
             .tempdir()
             .unwrap();
-        let out = Command::new(repo_root().join("bmv2/build.sh"))
-            .arg(dir.path())
-            .output()
-            .expect("run bmv2/build.sh");
-        assert!(
-            out.status.success() && dir.path().join("canary.json").is_file(),
-            "bmv2/build.sh failed: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        canary_testkit::build_bmv2(dir.path());
         dir
     });
     dir.path()
