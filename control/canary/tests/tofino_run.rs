@@ -16,6 +16,7 @@ use canary_sim::{SimConfig, SimFabric};
 use canary_switch::bfrt_model::BfrtModelSwitch;
 use canary_switch::contract::Program;
 use canary_switch::drivers::chaos::Plane;
+use canary_switch::switches::entry_yaml;
 use rand::SeedableRng;
 use serde_json::Value;
 use std::path::Path;
@@ -65,29 +66,14 @@ impl TofinoLab {
         let topo = &prep.topo;
         let mut switches = Vec::new();
         let mut yaml = String::from("switches:\n");
-        for (i, sw) in topo.switches.iter().enumerate() {
+        for i in 0..topo.switches.len() {
             let ix = i as SwitchIx;
             let m = BfrtModelSwitch::new(ix, plane.clone(), BFRT.to_vec(), 1, 2).unwrap();
             let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
             let addr = listener.local_addr().unwrap();
             m.serve(listener);
             switches.push(m);
-            let p = ports.of(ix);
-            let names: Vec<String> = topo
-                .hosts_of(ix)
-                .iter()
-                .map(|&h| format!("{}: {}", topo.hosts[h as usize].name, p.host_ports[&h]))
-                .chain(
-                    p.switch_ports
-                        .iter()
-                        .map(|(&n, &port)| format!("{}: {port}", topo.name_of(n))),
-                )
-                .collect();
-            yaml.push_str(&format!(
-                "  {}: {{grpc: {addr}, device_id: 1, ports: {{{}}}}}\n",
-                sw.name,
-                names.join(", ")
-            ));
+            yaml.push_str(&entry_yaml(topo, &ports, ix, &addr.to_string(), 1));
         }
         let stop = Arc::new(AtomicBool::new(false));
         let ticker = {

@@ -10,7 +10,7 @@
 mod tofino_lab;
 
 use bfrt_proto::bfrt::WriteRequest;
-use canary_core::fabric::{Fabric, RuleOp};
+use canary_core::fabric::Fabric;
 use canary_core::topo::SwitchIx;
 use canary_switch::bfrt_model::Wire;
 use canary_switch::contract::Program;
@@ -19,19 +19,6 @@ use prost::Message;
 use std::time::Duration;
 
 const EPOCHS: u64 = 8;
-
-fn add(a: &mut Wire, b: Wire) {
-    a.writes += b.writes;
-    a.updates += b.updates;
-    a.write_bytes += b.write_bytes;
-    a.reads += b.reads;
-    a.read_bytes += b.read_bytes;
-    a.read_responses += b.read_responses;
-    a.read_entities += b.read_entities;
-    a.read_response_bytes += b.read_response_bytes;
-    a.digests += b.digests;
-    a.digest_bytes += b.digest_bytes;
-}
 
 fn row(what: &str, w: Wire, per: f64) {
     let msgs = (w.writes + w.reads + w.read_responses + w.digests) as f64 / per;
@@ -61,7 +48,7 @@ fn main() {
         let take = |lab: &tofino_lab::Lab| {
             let mut w = Wire::default();
             for s in &lab.switches {
-                add(&mut w, s.take_wire());
+                w += s.take_wire();
             }
             w
         };
@@ -69,20 +56,8 @@ fn main() {
         fabric.connect(Duration::from_secs(10)).await.unwrap();
         let configure = take(&lab);
         // Monitor every flow between the hosts, as in the driver's test.
-        let (s1, s2) = (0 as SwitchIx, 1 as SwitchIx);
-        let bf = lab.codec.masks[s1 as usize];
-        let hh = [
-            RuleOp::InstallHh {
-                switch: s2,
-                path_bf: bf,
-                eta: 2,
-            },
-            RuleOp::InstallHh {
-                switch: s1,
-                path_bf: 0,
-                eta: 2,
-            },
-        ];
+        let s2 = 1 as SwitchIx;
+        let hh = lab.hh_everywhere();
         assert!(fabric.apply(&hh).await.is_empty());
         lab.run(Duration::from_millis(20)).await;
         let mut flows = Vec::new();
@@ -102,18 +77,7 @@ fn main() {
         }
         flows.sort();
         flows.dedup();
-        let mut ops = Vec::new();
-        for f in &flows {
-            ops.push(RuleOp::InstallDsm {
-                switch: s2,
-                flow: *f,
-                path_bf: bf,
-            });
-            ops.push(RuleOp::InstallUsm {
-                switch: s1,
-                flow: *f,
-            });
-        }
+        let ops = lab.monitor(&flows);
         let _ = take(&lab);
         assert!(fabric.apply(&ops).await.is_empty());
         let rules = take(&lab);
@@ -121,16 +85,16 @@ fn main() {
             (Wire::default(), Wire::default(), Wire::default());
         for epoch in 0..EPOCHS {
             lab.run(Duration::from_millis(30)).await;
-            add(&mut digests, take(&lab));
+            digests += take(&lab);
             let _ = fabric.take_reports().await;
             for (s, r) in fabric.set_epoch(epoch + 1).await {
                 assert!(r.is_ok(), "switch {s}: {r:?}");
             }
-            add(&mut flip, take(&lab));
+            flip += take(&lab);
             for (s, r) in fabric.harvest(epoch).await {
                 assert!(r.is_ok(), "switch {s}: {r:?}");
             }
-            add(&mut harvest, take(&lab));
+            harvest += take(&lab);
         }
         assert_eq!(lab.violations(), Vec::<String>::new());
 
@@ -174,7 +138,7 @@ fn main() {
         row("per epoch: harvest (sync + read)", harvest, per_epoch);
         row("per epoch: HH learn lists", digests, per_epoch);
         let mut total = flip;
-        add(&mut total, harvest);
+        total += harvest;
         row("per epoch: flip + harvest", total, per_epoch);
         println!(
             "{:<34} {:>9} msgs {:>11} B   ({} MODIFY updates: every cell of both registers of every row)",

@@ -98,6 +98,21 @@ pub struct Wire {
     pub digest_bytes: u64,
 }
 
+impl std::ops::AddAssign for Wire {
+    fn add_assign(&mut self, o: Wire) {
+        self.writes += o.writes;
+        self.updates += o.updates;
+        self.write_bytes += o.write_bytes;
+        self.reads += o.reads;
+        self.read_bytes += o.read_bytes;
+        self.read_responses += o.read_responses;
+        self.read_entities += o.read_entities;
+        self.read_response_bytes += o.read_response_bytes;
+        self.digests += o.digests;
+        self.digest_bytes += o.digest_bytes;
+    }
+}
+
 /// A model switch behind BF Runtime.
 #[derive(Clone)]
 pub struct BfrtModelSwitch {

@@ -80,6 +80,13 @@ pub struct Forwarding {
     pub groups: Vec<McGroup>,
 }
 
+/// Whether `args`, read back from `switch_config`'s default action in the order [`config`]
+/// writes them, are this switch's configuration: its monitor flag and mask, and a real epoch tag
+/// (a table back at the program's default reads zeros; tags start at 2).
+pub fn holds_config(args: &[u128], monitor: bool, mask: u32) -> bool {
+    args.len() >= 3 && args[0] == u128::from(monitor) && args[1] == u128::from(mask) && args[2] >= 2
+}
+
 /// The keyless `switch_config` table's default action (the epoch's neighbours with it).
 pub fn config(c: SwitchConfig) -> Entry {
     Entry {

@@ -46,6 +46,9 @@ pub struct GatewayConfig {
     pub timeout: Duration,
 }
 
+/// What an update without an entity is checked as (and refused as).
+const NO_ENTITY: p4rt::Entity = p4rt::Entity { entity: None };
+
 type Tx = mpsc::Sender<Result<StreamMessageResponse, Status>>;
 
 /// One controller's stream.
@@ -377,11 +380,11 @@ impl P4Runtime for RoleGateway {
                 .iter()
                 .enumerate()
                 .filter_map(|(i, u)| {
-                    let e = u.entity.clone().unwrap_or_default();
+                    let e = u.entity.as_ref().unwrap_or(&NO_ENTITY);
                     st.roles
-                        .may_write(&req.role, &e)
+                        .may_write(&req.role, e)
                         .err()
-                        .map(|why| (i, roles::touches(&e), why))
+                        .map(|why| (i, roles::touches(e), why))
                 })
                 .collect()
         };

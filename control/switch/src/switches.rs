@@ -59,6 +59,34 @@ pub struct BoundSwitch {
     pub ports: SwitchPorts,
 }
 
+/// Switch `s`'s entry in a switches file (one line, with its newline): where it answers and the
+/// port facing each host and neighbour, as `ports` has them. For tests and tools that wire a
+/// fabric themselves and hand `canary run` the file.
+pub fn entry_yaml(
+    topo: &Topology,
+    ports: &PortMap,
+    s: SwitchIx,
+    grpc: &str,
+    device_id: u64,
+) -> String {
+    let p = ports.of(s);
+    let names: Vec<String> = topo
+        .hosts_of(s)
+        .iter()
+        .map(|&h| format!("{}: {}", topo.hosts[h as usize].name, p.host_ports[&h]))
+        .chain(
+            p.switch_ports
+                .iter()
+                .map(|(&n, &port)| format!("{}: {port}", topo.name_of(n))),
+        )
+        .collect();
+    format!(
+        "  {}: {{grpc: {grpc}, device_id: {device_id}, ports: {{{}}}}}\n",
+        topo.name_of(s),
+        names.join(", ")
+    )
+}
+
 /// The port map of bound switches (in topology order).
 pub fn port_map(bound: &[BoundSwitch]) -> PortMap {
     PortMap {

@@ -6,7 +6,7 @@
 //! path: the ids, field widths, register data names and operations the driver sends are the
 //! compiled program's, and what it reads back decodes to the reference model's meters.
 
-use canary_core::fabric::{Fabric, RuleOp};
+use canary_core::fabric::Fabric;
 use canary_core::model::epoch_tag;
 use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
@@ -34,19 +34,7 @@ async fn the_tofino_driver_runs_epochs_within_the_compiled_schema() {
     assert_eq!(lab.violations(), Vec::<String>::new());
     let (s1, s2) = (0 as SwitchIx, 1 as SwitchIx);
     // Monitor every flow the hosts open: USM at s1, DSM at s2 on s1's pathBF, HH rules on both.
-    let bf = lab.codec.masks[s1 as usize];
-    let mut ops = vec![
-        RuleOp::InstallHh {
-            switch: s2,
-            path_bf: bf,
-            eta: 2,
-        },
-        RuleOp::InstallHh {
-            switch: s1,
-            path_bf: 0,
-            eta: 2,
-        },
-    ];
+    let ops = lab.hh_everywhere();
     let failed = fabric.apply(&ops).await;
     assert!(failed.is_empty(), "{failed:?}");
     lab.run(Duration::from_millis(20)).await;
@@ -64,24 +52,13 @@ async fn the_tofino_driver_runs_epochs_within_the_compiled_schema() {
         reports.iter().any(|r| r.flow.src.as_v4().is_none()),
         "IPv6 flows reported"
     );
-    ops.clear();
     let flows: Vec<FlowId> = reports
         .iter()
         .filter(|r| r.switch == s2)
         .map(|r| r.flow)
         .collect();
     assert!(!flows.is_empty());
-    for f in &flows {
-        ops.push(RuleOp::InstallDsm {
-            switch: s2,
-            flow: *f,
-            path_bf: bf,
-        });
-        ops.push(RuleOp::InstallUsm {
-            switch: s1,
-            flow: *f,
-        });
-    }
+    let ops = lab.monitor(&flows);
     let failed = fabric.apply(&ops).await;
     assert!(failed.is_empty(), "{failed:?}");
     let mut harvested = 0;

@@ -323,10 +323,7 @@ impl Bmv2Driver {
                     })
             })
             .collect();
-        Ok(args.len() >= 3
-            && args[0] == u128::from(self.monitor)
-            && args[1] == u128::from(self.mask)
-            && args[2] >= 2)
+        Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
     }
 
     /// Writes `writes` straight to this switch (tests that program one switch by hand).

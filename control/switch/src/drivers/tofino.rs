@@ -435,10 +435,7 @@ impl TofinoDriver {
                 }
             }
         }
-        Ok(args.len() >= 3
-            && args[0] == u128::from(self.monitor)
-            && args[1] == u128::from(self.mask)
-            && args[2] >= 2)
+        Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
     }
 }
 

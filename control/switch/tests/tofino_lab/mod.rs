@@ -2,16 +2,18 @@
 //! Tofino driver's tests and its wire-cost bench.
 #![allow(dead_code)]
 
+use canary_core::fabric::RuleOp;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::{yaml, PortMap, Routing, Segments, SwitchIx};
+use canary_core::FlowId;
 use canary_sim::{SimConfig, SimFabric};
 use canary_switch::bfrt_model::BfrtModelSwitch;
 use canary_switch::contract::Program;
 use canary_switch::drivers::chaos::Plane;
 use canary_switch::drivers::tofino::{TofinoDriver, TofinoOptions};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::switches::{BoundSwitch, SwitchesFile};
+use canary_switch::switches::{entry_yaml, BoundSwitch, SwitchesFile};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
@@ -50,27 +52,18 @@ pub async fn lab(loss: f64) -> Lab {
     let mut switches = Vec::new();
     let mut servers = Vec::new();
     let mut yaml_text = String::from("switches:\n");
-    for (i, sw) in topo.switches.iter().enumerate() {
+    for i in 0..topo.switches.len() {
         let m = BfrtModelSwitch::new(i as SwitchIx, plane.clone(), BFRT.to_vec(), 1, 2).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         servers.push(m.serve(listener));
         switches.push(m);
-        let p = ports.of(i as SwitchIx);
-        let names: Vec<String> = topo
-            .hosts_of(i as SwitchIx)
-            .iter()
-            .map(|&h| format!("{}: {}", topo.hosts[h as usize].name, p.host_ports[&h]))
-            .chain(
-                p.switch_ports
-                    .iter()
-                    .map(|(&n, &port)| format!("{}: {port}", topo.name_of(n))),
-            )
-            .collect();
-        yaml_text.push_str(&format!(
-            "  {}: {{grpc: {addr}, device_id: 1, ports: {{{}}}}}\n",
-            sw.name,
-            names.join(", ")
+        yaml_text.push_str(&entry_yaml(
+            &topo,
+            &ports,
+            i as SwitchIx,
+            &addr.to_string(),
+            1,
         ));
     }
     let bound = SwitchesFile::parse("switches.yaml", &yaml_text)
@@ -123,6 +116,41 @@ impl Lab {
             s.pump_digests();
         }
         tokio::time::sleep(Duration::from_millis(30)).await;
+    }
+
+    /// HH rules on both switches (s2's on s1's pathBF): every flow the hosts open is reported.
+    pub fn hh_everywhere(&self) -> Vec<RuleOp> {
+        let bf = self.codec.masks[0];
+        vec![
+            RuleOp::InstallHh {
+                switch: 1,
+                path_bf: bf,
+                eta: 2,
+            },
+            RuleOp::InstallHh {
+                switch: 0,
+                path_bf: 0,
+                eta: 2,
+            },
+        ]
+    }
+
+    /// Monitoring `flows` from s1 to s2: USM at s1, DSM at s2 on s1's pathBF.
+    pub fn monitor(&self, flows: &[FlowId]) -> Vec<RuleOp> {
+        let bf = self.codec.masks[0];
+        flows
+            .iter()
+            .flat_map(|&flow| {
+                [
+                    RuleOp::InstallDsm {
+                        switch: 1,
+                        flow,
+                        path_bf: bf,
+                    },
+                    RuleOp::InstallUsm { switch: 0, flow },
+                ]
+            })
+            .collect()
     }
 
     pub fn violations(&self) -> Vec<String> {
