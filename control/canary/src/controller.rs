@@ -17,6 +17,7 @@ use canary_core::detect::{
 };
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Localizer, Verdict};
+use canary_core::model::EPOCH_TAGS;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
@@ -67,6 +68,8 @@ pub struct Controller {
     last: BTreeMap<SegmentId, SegmentCount>,
     /// The drain in use: `cfg.drain`, raised while packets keep arriving after it.
     drain_now: Duration,
+    /// Why the next epoch's counts cannot be used (it began under an earlier controller).
+    incomplete_next: Option<String>,
 }
 
 impl Controller {
@@ -86,6 +89,7 @@ impl Controller {
             disturbed_next: HashSet::new(),
             last: BTreeMap::new(),
             drain_now: cfg.drain,
+            incomplete_next: None,
             topo,
             segments,
             codec,
@@ -105,15 +109,72 @@ impl Controller {
     /// Starts epoch 0: every monitor counts in it and every segment asks for flows, within what
     /// the switches' tables hold.
     pub async fn start<F: Fabric>(&mut self, fabric: &mut F) {
+        self.start_after(fabric, None).await;
+    }
+
+    /// Starts after `last_reported`, the last epoch already in the report (a controller started
+    /// again, or a standby taking over). If the fabric found switches an earlier controller
+    /// configured, it goes on from them: the epoch they count in, the flows they monitor. That
+    /// epoch began before this controller, so its report will be marked incomplete; the epochs
+    /// between `last_reported` and it, which nobody harvested, are returned as reports marked
+    /// so, to be written before it.
+    pub async fn start_after<F: Fabric>(
+        &mut self,
+        fabric: &mut F,
+        last_reported: Option<u64>,
+    ) -> Vec<EpochReport> {
         self.selector
             .set_capacity(RuleCapacity::of(&fabric.capacity()));
-        let _ = fabric.set_epoch(self.epoch).await;
-        let all: HashSet<SwitchIx> = self.topo.monitors().collect();
-        let ops = self
+        let first = last_reported.map_or(0, |e| e + 1);
+        let Some(resumed) = fabric.take_resumed().filter(|r| !r.tags.is_empty()) else {
+            self.epoch = first;
+            let _ = fabric.set_epoch(self.epoch).await;
+            let all: HashSet<SwitchIx> = self.topo.monitors().collect();
+            let ops =
+                self.selector
+                    .on_epoch(&Default::default(), &all, &self.segments, &self.codec);
+            let _ = fabric.apply(&ops).await;
+            self.next_flip = fabric.now() + self.cfg.epoch;
+            return vec![];
+        };
+        let tags: Vec<u16> = resumed.tags.iter().map(|&(_, t)| t).collect();
+        self.epoch = resume_epoch(&tags, first);
+        tracing::info!(
+            epoch = self.epoch,
+            rules = resumed.rules.len(),
+            "resuming what an earlier controller left on the switches"
+        );
+        let cleanup = self
             .selector
-            .on_epoch(&Default::default(), &all, &self.segments, &self.codec);
-        let _ = fabric.apply(&ops).await;
+            .adopt(&resumed.rules, &self.segments, &self.codec);
+        // Monitors still in the epoch before (the earlier controller died mid-flip) catch up.
+        let _ = fabric.set_epoch(self.epoch).await;
+        let _ = fabric.apply(&cleanup).await;
+        self.incomplete_next = Some(format!(
+            "began before this controller took over ({} switches adopted, {} configured afresh)",
+            tags.len(),
+            resumed.fresh.len()
+        ));
         self.next_flip = fabric.now() + self.cfg.epoch;
+        (first..self.epoch)
+            .map(|e| {
+                EpochReport::missed(
+                    e,
+                    self.segments.len(),
+                    "no controller harvested it (the one running then died)".into(),
+                )
+            })
+            .collect()
+    }
+
+    /// Flows monitored now (each on one segment).
+    pub fn monitored(&self) -> usize {
+        self.selector.monitored()
+    }
+
+    /// The epoch the controller counts in now.
+    pub fn epoch(&self) -> u64 {
+        self.epoch
     }
 
     /// Runs one epoch to its end and returns its report.
@@ -196,7 +257,11 @@ impl Controller {
         self.adapt_drain(&det);
         // Packets lost while a switch was down or being configured are no link's fault.
         let before_skip = det.segments.len();
-        if !events.is_empty() {
+        let incomplete = self.incomplete_next.take();
+        if incomplete.is_some() {
+            // Counted partly under the controller before: what it saw is not known whole.
+            det.segments.clear();
+        } else if !events.is_empty() {
             let segs = &self.segments;
             det.segments.retain(|id, _| {
                 !segs
@@ -225,7 +290,12 @@ impl Controller {
 
         let t3 = Instant::now();
         let before = self.selector.stats;
-        let answered: HashSet<SwitchIx> = snapshots.iter().map(|s| s.switch).collect();
+        // After an incomplete epoch no flow is idle and no segment short: nothing is known.
+        let answered: HashSet<SwitchIx> = if incomplete.is_some() {
+            HashSet::new()
+        } else {
+            snapshots.iter().map(|s| s.switch).collect()
+        };
         let mut ops = self
             .selector
             .on_reports(&reports, &self.segments, &self.codec);
@@ -301,6 +371,7 @@ impl Controller {
                 localize: ms(localize),
                 select: ms(select),
             },
+            incomplete,
         };
         self.epoch += 1;
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
@@ -396,6 +467,22 @@ impl Controller {
     }
 }
 
+/// The epoch switches counting in `tags` are in: the newest tag (monitors differ by one when the
+/// controller before died mid-flip), and the first epoch from `first` on with that tag.
+fn resume_epoch(tags: &[u16], first: u64) -> u64 {
+    let n = EPOCH_TAGS;
+    let pos = |t: u16| u64::from(t.max(2) - 2) % n;
+    let base = pos(tags[0]);
+    // Forward distance from the first tag; within half a wrap is ahead, beyond is behind.
+    let newest = tags
+        .iter()
+        .map(|&t| (pos(t) + n - base) % n)
+        .filter(|&d| d < n / 2)
+        .max()
+        .map_or(base, |d| (base + d) % n);
+    first + (newest + n - first % n) % n
+}
+
 fn ms(d: Duration) -> f64 {
     d.as_secs_f64() * 1e3
 }
@@ -421,6 +508,30 @@ fn next_drain(now: Duration, configured: Duration, epoch: Duration, late: bool) 
         (now * 2).max(Duration::from_millis(1)).min(cap)
     } else {
         now.mul_f64(0.9).max(configured)
+    }
+}
+
+#[cfg(test)]
+mod resume_tests {
+    use super::resume_epoch;
+    use canary_core::model::{epoch_tag, EPOCH_TAGS};
+
+    #[test]
+    fn the_resumed_epoch_has_the_newest_tag_and_follows_the_report() {
+        // Switches count in epoch 41; the report ends at 40 (or 39: epoch 40 was never written).
+        assert_eq!(resume_epoch(&[epoch_tag(41)], 41), 41);
+        assert_eq!(resume_epoch(&[epoch_tag(41)], 40), 41);
+        // Died mid-flip: some monitors still in 40.
+        let mixed = [epoch_tag(40), epoch_tag(41), epoch_tag(40)];
+        assert_eq!(resume_epoch(&mixed, 40), 41);
+        // No report: the first epoch with the tag.
+        assert_eq!(resume_epoch(&[epoch_tag(7)], 0), 7);
+        // Across the tag wrap, both in the tags and in the epoch number.
+        let e = 3 * EPOCH_TAGS - 1;
+        let wrap = [epoch_tag(e), epoch_tag(e + 1)];
+        assert_eq!(resume_epoch(&wrap, e - 5), e + 1);
+        // The switches are never behind the report: a tag already reported means a wrap.
+        assert_eq!(resume_epoch(&[epoch_tag(10)], 12), 10 + EPOCH_TAGS);
     }
 }
 

@@ -10,8 +10,10 @@
 use crate::controller::{Controller, ControllerConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
-use crate::setup::{load_topology, prepare};
+use crate::report_file::ReportFile;
+use crate::setup::{load_topology, prepare, Prepared};
 use crate::simulate::SimulationResult;
+use crate::standby;
 use anyhow::{bail, Context, Result};
 use canary_core::fault::{self, Fault};
 use canary_core::localize::{CanaryParams, Grouping};
@@ -66,6 +68,9 @@ pub struct RunOptions {
     pub harvest_deadline: Duration,
     /// How long to wait at start for switches that are not up yet.
     pub connect_patience: Duration,
+    /// Configure every switch afresh, even one that holds what an earlier controller left
+    /// (which is otherwise adopted: its meters, rules and monitored flows kept).
+    pub fresh: bool,
     pub quiet: bool,
 }
 
@@ -111,28 +116,6 @@ pub fn load_p4(dir: Option<&Path>) -> Result<P4Artifacts> {
     })
 }
 
-/// Appends one JSON line per epoch, flushed each time.
-struct ReportFile(std::io::BufWriter<std::fs::File>, PathBuf);
-
-impl ReportFile {
-    fn open(path: &Path) -> Result<Self> {
-        let f = std::fs::OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .with_context(|| format!("--report {}: cannot open for appending", path.display()))?;
-        Ok(Self(std::io::BufWriter::new(f), path.to_path_buf()))
-    }
-
-    fn append(&mut self, r: &EpochReport) -> Result<()> {
-        serde_json::to_writer(&mut self.0, r)?;
-        self.0.write_all(b"\n")?;
-        self.0
-            .flush()
-            .with_context(|| format!("writing {}", self.1.display()))
-    }
-}
-
 /// Runs the daemon until `opts.epochs` epochs are done or `shutdown` resolves. Returns the same
 /// document `canary simulate --json` writes (faults: the injected truth, if given).
 pub async fn run(
@@ -164,6 +147,23 @@ pub async fn run(
         harvest_deadline: opts.harvest_deadline,
         // With a role, another controller owns the pipeline and forwarding.
         attach_only: opts.target == Target::Bmv2 && opts.bmv2.attach,
+        adopt: !opts.fresh,
+    };
+    let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
+    let metrics = Arc::new(Metrics::new());
+    if let Some(addr) = &opts.metrics {
+        let bound = metrics::serve(addr, metrics.clone()).await?;
+        tracing::info!("metrics on http://{bound}/metrics");
+        if !opts.quiet {
+            eprintln!("metrics: http://{bound}/metrics");
+        }
+    }
+    tokio::pin!(shutdown);
+    let mut sink = Sink {
+        report: report.as_mut(),
+        metrics,
+        on_epoch,
+        epochs: Vec::new(),
     };
     match opts.target {
         Target::Bmv2 => {
@@ -172,25 +172,58 @@ pub async fn run(
                 p4.p4info.clone(),
                 p4.device_config.clone(),
             )?);
-            let drivers = bound
-                .into_iter()
-                .map(|b| {
-                    let s = b.ix as usize;
-                    let monitor = prep.topo.switches[s].monitor;
-                    Bmv2Driver::new(b, monitor, program.clone(), opts.bmv2.clone())
-                        .with_mask(prep.codec.masks[s])
-                })
-                .collect();
+            let drivers = |election_id: u128| -> Vec<Bmv2Driver> {
+                let mut bopts = opts.bmv2.clone();
+                bopts.election_id = election_id;
+                bound
+                    .iter()
+                    .map(|b| {
+                        let s = b.ix as usize;
+                        let monitor = prep.topo.switches[s].monitor;
+                        Bmv2Driver::new(b.clone(), monitor, program.clone(), bopts.clone())
+                            .with_mask(prep.codec.masks[s])
+                    })
+                    .collect()
+            };
             let capacity = program.program.capacity();
-            let fabric = SwitchFabric::new(
-                &prep.topo,
-                &ports,
-                &prep.codec.masks,
-                drivers,
-                capacity,
-                fabric_opts,
-            );
-            run_fabric(opts, prep, faults, fabric, shutdown, on_epoch).await
+            // Primary while no other controller is; standby, taking over when it stops, while
+            // one is (P4Runtime arbitration, `standby`).
+            let probe = drivers(standby::PROBE_ELECTION_ID).swap_remove(0);
+            let every =
+                (opts.epoch / 4).clamp(Duration::from_millis(50), Duration::from_millis(500));
+            loop {
+                let generation = tokio::select! {
+                    g = standby::wait_until_no_primary(&probe, every, opts.connect_patience, opts.quiet) => g,
+                    _ = &mut shutdown => return Ok(sink.result(&prep, &faults, &opts)),
+                };
+                let election_id = standby::election_id(generation, opts.bmv2.election_id);
+                let fabric = SwitchFabric::new(
+                    &prep.topo,
+                    &ports,
+                    &prep.codec.masks,
+                    drivers(election_id),
+                    capacity,
+                    fabric_opts.clone(),
+                );
+                match run_fabric(
+                    &opts,
+                    prep.clone(),
+                    &faults,
+                    fabric,
+                    &mut shutdown,
+                    &mut sink,
+                )
+                .await?
+                {
+                    Ended::Done(result) => return Ok(*result),
+                    Ended::Demoted(why) => {
+                        tracing::warn!("another controller took over ({why}): standing by");
+                        if !opts.quiet {
+                            eprintln!("another controller took over ({why}): standing by");
+                        }
+                    }
+                }
+            }
         }
         Target::Tofino => {
             // The program is bf_switchd's: its contract comes from the first switch that
@@ -207,12 +240,18 @@ pub async fn run(
                 }
             };
             let drivers = bound
-                .into_iter()
+                .iter()
                 .map(|b| {
                     let s = b.ix as usize;
                     let monitor = prep.topo.switches[s].monitor;
                     let mask = prep.codec.masks[s];
-                    TofinoDriver::new(b, monitor, mask, program.clone(), opts.tofino.clone())
+                    TofinoDriver::new(
+                        b.clone(),
+                        monitor,
+                        mask,
+                        program.clone(),
+                        opts.tofino.clone(),
+                    )
                 })
                 .collect();
             let fabric = SwitchFabric::new(
@@ -223,30 +262,103 @@ pub async fn run(
                 program.capacity(),
                 fabric_opts,
             );
-            run_fabric(opts, prep, faults, fabric, shutdown, on_epoch).await
+            match run_fabric(
+                &opts,
+                prep.clone(),
+                &faults,
+                fabric,
+                &mut shutdown,
+                &mut sink,
+            )
+            .await?
+            {
+                Ended::Done(result) => Ok(*result),
+                Ended::Demoted(why) => bail!("{why}"),
+            }
         }
     }
 }
 
-/// The daemon over a fabric of any target's switches.
-async fn run_fabric<D: SwitchDriver>(
-    opts: RunOptions,
-    prep: crate::setup::Prepared,
-    faults: Vec<Fault>,
-    mut fabric: SwitchFabric<D>,
-    shutdown: impl Future<Output = ()>,
-    mut on_epoch: impl FnMut(&EpochReport),
-) -> Result<SimulationResult> {
-    let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = &opts.metrics {
-        let bound = metrics::serve(addr, metrics.clone()).await?;
-        tracing::info!("metrics on http://{bound}/metrics");
-        if !opts.quiet {
-            eprintln!("metrics: http://{bound}/metrics");
+/// Where the epochs go: the report file, the metrics, the caller, and the run's document.
+struct Sink<'a, F> {
+    report: Option<&'a mut ReportFile>,
+    metrics: Arc<Metrics>,
+    on_epoch: F,
+    epochs: Vec<EpochReport>,
+}
+
+impl<F: FnMut(&EpochReport)> Sink<'_, F> {
+    /// The last epoch reported, by this controller or one before it.
+    fn last_epoch(&mut self) -> Result<Option<u64>> {
+        match self.report.as_mut() {
+            Some(f) => f.reread(),
+            None => Ok(self.epochs.last().map(|r| r.epoch)),
         }
     }
-    let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
-    fabric.connect(opts.connect_patience).await?;
+
+    fn emit(&mut self, r: EpochReport, quiet: bool) -> Result<()> {
+        if let Some(f) = self.report.as_mut() {
+            f.append(&r)?;
+        }
+        (self.on_epoch)(&r);
+        if !quiet {
+            print!("{}", render_epoch(&r, 8));
+            let _ = std::io::stdout().flush();
+        }
+        self.epochs.push(r);
+        Ok(())
+    }
+
+    /// The run's document: every epoch this process reported.
+    fn result(&mut self, prep: &Prepared, faults: &[Fault], opts: &RunOptions) -> SimulationResult {
+        let ctl = Controller::new(
+            prep.topo.clone(),
+            prep.segments.clone(),
+            prep.codec.clone(),
+            controller_config(opts),
+        );
+        SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut self.epochs))
+    }
+}
+
+/// How a run on one fabric ended.
+enum Ended {
+    Done(Box<SimulationResult>),
+    /// Another controller became primary: this one stands down.
+    Demoted(String),
+}
+
+fn controller_config(opts: &RunOptions) -> ControllerConfig {
+    ControllerConfig {
+        epoch: opts.epoch,
+        drain: opts.drain,
+        window: opts.window,
+        min_lossy_epochs: opts.min_lossy_epochs,
+        selection: opts.selection,
+        canary: CanaryParams {
+            floor: opts.floor,
+            groups: Grouping::fixed_n(opts.groups, opts.floor),
+            ..Default::default()
+        },
+    }
+}
+
+/// The daemon over a fabric of any target's switches, until its epochs are done, shutdown, or
+/// another controller takes the switches over.
+async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
+    opts: &RunOptions,
+    prep: Prepared,
+    faults: &[Fault],
+    mut fabric: SwitchFabric<D>,
+    shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    sink: &mut Sink<'_, F>,
+) -> Result<Ended> {
+    if let Err(e) = fabric.connect(opts.connect_patience).await {
+        if let Some(why) = fabric.demoted() {
+            return Ok(Ended::Demoted(why.to_string()));
+        }
+        return Err(e);
+    }
     if !opts.quiet {
         eprintln!(
             "configured {} switches of {}; epochs of {:?}",
@@ -255,53 +367,44 @@ async fn run_fabric<D: SwitchDriver>(
             opts.epoch
         );
     }
-    let canary = CanaryParams {
-        floor: opts.floor,
-        groups: Grouping::fixed_n(opts.groups, opts.floor),
-        ..Default::default()
-    };
-    let cfg = ControllerConfig {
-        epoch: opts.epoch,
-        drain: opts.drain,
-        window: opts.window,
-        min_lossy_epochs: opts.min_lossy_epochs,
-        selection: opts.selection,
-        canary,
-    };
-    let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
-    let mut epochs = Vec::new();
-    tokio::pin!(shutdown);
-    ctl.start(&mut fabric).await;
+    let mut ctl = Controller::new(
+        prep.topo,
+        prep.segments,
+        prep.codec,
+        controller_config(opts),
+    );
+    let last = sink.last_epoch()?;
+    for missed in ctl.start_after(&mut fabric, last).await {
+        sink.emit(missed, opts.quiet)?;
+    }
+    let first = sink.epochs.len();
     loop {
-        if opts.epochs > 0 && epochs.len() >= opts.epochs as usize {
+        if opts.epochs > 0 && sink.epochs.len() - first >= opts.epochs as usize {
             break;
         }
         let r = tokio::select! {
             r = ctl.run_epoch(&mut fabric) => r,
-            _ = &mut shutdown => {
+            _ = shutdown.as_mut() => {
                 tracing::info!("shutting down");
                 break;
             }
         };
-        metrics.observe(&ctl, &r, fabric.counters.digests_dropped);
-        if let Some(f) = report.as_mut() {
-            f.append(&r)?;
+        if let Some(why) = fabric.demoted() {
+            // Its epoch is the new primary's to report.
+            return Ok(Ended::Demoted(why.to_string()));
         }
-        on_epoch(&r);
-        if !opts.quiet {
-            print!("{}", render_epoch(&r, 8));
-            let _ = std::io::stdout().flush();
-        }
-        epochs.push(r);
+        sink.metrics
+            .observe(&ctl, &r, fabric.counters.digests_dropped);
+        sink.emit(r, opts.quiet)?;
     }
-    let result = SimulationResult::of_run(&ctl, &faults, 0, epochs);
+    let result = SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut sink.epochs));
     if let Some(path) = &opts.json {
         let f = std::fs::File::create(path)
             .with_context(|| format!("--json {}: cannot write", path.display()))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
     }
     tracing::info!(counters = ?fabric.counters, "fabric counters");
-    Ok(result)
+    Ok(Ended::Done(Box::new(result)))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

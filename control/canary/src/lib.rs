@@ -9,6 +9,8 @@ pub mod eval;
 pub mod metrics;
 pub mod overhead;
 pub mod report;
+pub mod report_file;
 pub mod setup;
 pub mod simulate;
+pub mod standby;
 pub mod traffic_gen;

@@ -439,6 +439,10 @@ struct RunArgs {
     /// Seconds to wait at start for switches that are not up yet.
     #[arg(long, default_value_t = 30)]
     connect_timeout_s: u64,
+    /// Configure every switch afresh, wiping what an earlier controller left (by default a
+    /// switch still holding it is adopted: meters, rules and monitored flows kept).
+    #[arg(long)]
+    fresh: bool,
     /// Tofino: the program's name as bf_switchd loaded it.
     #[arg(long, default_value = "canary")]
     p4_name: String,
@@ -492,6 +496,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
             .map(Duration::from_millis)
             .unwrap_or(epoch.mul_f64(0.8)),
         connect_patience: Duration::from_secs(a.connect_timeout_s),
+        fresh: a.fresh,
         quiet: a.quiet,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()

@@ -51,6 +51,43 @@ pub struct EpochReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub tables_full: Vec<TableFull>,
     pub phases_ms: Phases,
+    /// Why the epoch's counts were not used (a controller restarted or took over during it):
+    /// nothing is blamed from it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub incomplete: Option<String>,
+}
+
+impl EpochReport {
+    /// An epoch no controller harvested: it is in the report, marked, with nothing counted.
+    pub fn missed(epoch: u64, segments_total: usize, why: String) -> Self {
+        EpochReport {
+            epoch,
+            parity: Parity::of_epoch(epoch),
+            at_s: 0.0,
+            packets_counted: 0,
+            packets_lost: 0,
+            flows_counted: 0,
+            flows_counted_v6: 0,
+            flows_monitored: 0,
+            segments_total,
+            segments_observed: 0,
+            segments_short: 0,
+            window_epochs: 0,
+            lossy_segments: vec![],
+            blamed: vec![],
+            selection: SelectionStats::default(),
+            hh_rules: 0,
+            rules: RuleCounts::default(),
+            anomalies: Anomalies::default(),
+            unreachable: vec![],
+            disturbed: vec![],
+            segments_skipped: 0,
+            drain_ms: 0.0,
+            tables_full: vec![],
+            phases_ms: Phases::default(),
+            incomplete: Some(why),
+        }
+    }
 }
 
 /// A switch table flow selection found full this epoch.
@@ -159,6 +196,9 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
         r.selection.flows_retired,
         r.phases_ms.harvest + r.phases_ms.detect + r.phases_ms.localize + r.phases_ms.select,
     );
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(s, "  ! incomplete, nothing blamed from it: {why}");
+    }
     if !r.unreachable.is_empty() {
         let _ = writeln!(
             s,

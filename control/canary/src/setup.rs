@@ -26,6 +26,7 @@ pub fn load_topology(spec: &str, monitors: Option<MonitorPlacement>) -> Result<T
 }
 
 /// A topology ready to run: routing, segments, and pathBF IDs audited and repaired.
+#[derive(Clone)]
 pub struct Prepared {
     pub topo: Topology,
     pub routing: Routing,

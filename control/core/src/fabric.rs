@@ -119,6 +119,9 @@ pub enum SwitchError {
     /// The switch lost its state (rules and meters) since the last contact.
     #[error("restarted: {0}")]
     Restarted(String),
+    /// Another controller is primary for this switch: this one must stand down.
+    #[error("not primary: {0}")]
+    NotPrimary(String),
     #[error("{0}")]
     Other(String),
 }
@@ -156,4 +159,21 @@ pub trait Fabric {
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         Vec::new()
     }
+    /// What an earlier controller left on the switches, found when this fabric connected: the
+    /// controller resumes from it instead of starting from nothing. Taken once.
+    fn take_resumed(&mut self) -> Option<Resumed> {
+        None
+    }
+}
+
+/// Switches an earlier controller configured, found as it left them (a controller restarted,
+/// or a standby taking over).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Resumed {
+    /// The epoch tag (`model::epoch_tag`) each adopted monitor counts in.
+    pub tags: Vec<(SwitchIx, u16)>,
+    /// Every monitoring rule found on the adopted switches, as the install that made it.
+    pub rules: Vec<RuleOp>,
+    /// Switches found without Canary's state and configured afresh.
+    pub fresh: Vec<SwitchIx>,
 }

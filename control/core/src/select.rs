@@ -286,6 +286,103 @@ impl FlowSelector {
         ops
     }
 
+    /// Takes over the rules an earlier controller installed, read back from the switches
+    /// (`rules`: installs). Every DSM rule whose segment's USM rule is there upstream becomes a
+    /// monitored flow; HH rules become active ones. Returns the removals of what makes no
+    /// monitored flow: a DSM rule without its USM rule (the earlier controller died between the
+    /// two), a USM rule no DSM rule uses, an HH rule on no segment.
+    pub fn adopt(
+        &mut self,
+        rules: &[RuleOp],
+        segments: &Segments,
+        codec: &PathBfCodec,
+    ) -> Vec<RuleOp> {
+        let usm: HashSet<(SwitchIx, FlowId)> = rules
+            .iter()
+            .filter_map(|op| match *op {
+                RuleOp::InstallUsm { switch, flow } => Some((switch, flow)),
+                _ => None,
+            })
+            .collect();
+        let mut ops = Vec::new();
+        for op in rules {
+            let RuleOp::InstallDsm {
+                switch,
+                flow,
+                path_bf,
+            } = *op
+            else {
+                continue;
+            };
+            let seg = match codec.decode(switch, path_bf) {
+                Decoded::Segment(seg) if usm.contains(&(segments.get(seg).upstream(), flow)) => seg,
+                _ => {
+                    ops.push(RuleOp::RemoveDsm {
+                        switch,
+                        flow,
+                        path_bf,
+                    });
+                    continue;
+                }
+            };
+            let upstream = segments.get(seg).upstream();
+            self.flows.insert(
+                (flow, seg),
+                Monitored {
+                    segment: seg,
+                    upstream,
+                    downstream: switch,
+                    path_bf,
+                    idle_epochs: 0,
+                },
+            );
+            self.used(switch, DSM, 1);
+            *self.per_segment.entry(seg).or_default() += 1;
+            let users = self.usm_users.entry((upstream, flow)).or_default();
+            *users += 1;
+            if *users == 1 {
+                self.used(upstream, USM, 1);
+            }
+        }
+        let mut unused: Vec<(SwitchIx, FlowId)> = usm
+            .into_iter()
+            .filter(|k| !self.usm_users.contains_key(k))
+            .collect();
+        unused.sort_unstable();
+        ops.extend(
+            unused
+                .into_iter()
+                .map(|(switch, flow)| RuleOp::RemoveUsm { switch, flow }),
+        );
+        for op in rules {
+            let RuleOp::InstallHh {
+                switch,
+                path_bf,
+                eta,
+            } = *op
+            else {
+                continue;
+            };
+            match codec.decode(switch, path_bf) {
+                Decoded::Segment(seg) if codec.segment_bf[seg as usize] == path_bf => {
+                    let have = self.per_segment.get(&seg).copied().unwrap_or(0);
+                    self.hh.insert(
+                        seg,
+                        HhRule {
+                            // How many it had selected before is not on the switch.
+                            remaining: self.params.delta.saturating_sub(have).max(1),
+                            eta,
+                            reports: 0,
+                        },
+                    );
+                    self.used(switch, HH, 1);
+                }
+                _ => ops.push(RuleOp::RemoveHh { switch, path_bf }),
+            }
+        }
+        ops
+    }
+
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
         let ops = std::mem::take(&mut self.deferred);

@@ -8,7 +8,7 @@
 //! model of a switch with injected faults).
 
 use crate::contract::Program;
-use crate::entries::{McGroup, Write};
+use crate::entries::{McGroup, ReadRule, Write};
 use crate::meters::{Cell, MeterCells};
 use canary_core::FlowId;
 
@@ -36,6 +36,16 @@ pub enum DriverError {
     /// Another controller is primary for our role.
     #[error("not primary: {0}")]
     NotPrimary(String),
+}
+
+/// What a switch holds of Canary's, read back by a controller that attaches to a switch an
+/// earlier controller configured (a restart, or a standby taking over).
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Installed {
+    /// The `usm_table`, `dsm_table` and `hh_table` entries.
+    pub rules: Vec<ReadRule>,
+    /// `switch_config`'s action arguments, in the order [`crate::entries::config`] writes them.
+    pub config: Vec<u128>,
 }
 
 /// HH digests received since the last call.
@@ -94,5 +104,15 @@ pub trait SwitchDriver {
     /// that pushes the pipeline itself learns of a restart when its stream breaks.
     async fn pipeline_unchanged(&mut self) -> Result<bool, DriverError> {
         Ok(true)
+    }
+
+    /// Reads back Canary's rules and configuration, for a controller that attaches to what an
+    /// earlier one left. A driver that cannot read tables back says so; the fabric then
+    /// configures the switch afresh.
+    async fn read_installed(&mut self) -> Result<Installed, DriverError> {
+        Err(DriverError::Refused(format!(
+            "{}: this driver cannot read Canary's rules back",
+            self.name()
+        )))
     }
 }

@@ -252,6 +252,55 @@ pub fn rule(op: &RuleOp, id: u32, modify: bool) -> Write {
     }
 }
 
+/// A monitoring rule read back from a switch: what [`rule`] wrote, with the ID it carried.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub enum ReadRule {
+    Usm { flow: FlowId, id: u32 },
+    Dsm { flow: FlowId, path_bf: u32, id: u32 },
+    Hh { path_bf: u32, eta: u32 },
+}
+
+/// The rule `e` is, read back from a `usm_table`, `dsm_table` or `hh_table` (the inverse of
+/// [`rule`]). Errors name the table and what is missing or out of range.
+pub fn read_rule(e: &Entry) -> Result<ReadRule, String> {
+    let name = e.table.name();
+    let exact = |i: usize, bits: u32| match e.keys.get(i) {
+        Some(Key::Exact(v)) if bits >= 128 || v >> bits == 0 => Ok(*v),
+        Some(Key::Exact(v)) => Err(format!("{name}: key {i} = {v:#x} exceeds {bits} bits")),
+        _ => Err(format!("{name}: key {i} is missing or not an exact match")),
+    };
+    let arg = |bits: u32| match e.args.first() {
+        Some(v) if v >> bits == 0 => Ok(*v as u32),
+        Some(v) => Err(format!("{name}: parameter {v:#x} exceeds {bits} bits")),
+        None => Err(format!("{name}: the action has no parameter")),
+    };
+    let flow = || -> Result<FlowId, String> {
+        Ok(FlowId {
+            src: canary_core::flow::Addr(exact(0, 128)?.to_be_bytes()),
+            dst: canary_core::flow::Addr(exact(1, 128)?.to_be_bytes()),
+            proto: exact(2, 8)? as u8,
+            sport: exact(3, 16)? as u16,
+            dport: exact(4, 16)? as u16,
+        })
+    };
+    match e.table {
+        Table::Usm => Ok(ReadRule::Usm {
+            flow: flow()?,
+            id: arg(32)?,
+        }),
+        Table::Dsm => Ok(ReadRule::Dsm {
+            flow: flow()?,
+            path_bf: exact(5, 32)? as u32,
+            id: arg(32)?,
+        }),
+        Table::Hh => Ok(ReadRule::Hh {
+            path_bf: exact(0, 32)? as u32,
+            eta: arg(32)?,
+        }),
+        other => Err(format!("{}: not a monitoring rule table", other.name())),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -18,12 +18,12 @@
 //! One switch that does not answer costs its own segments and nothing else.
 
 use crate::driver::{Attach, DriverError, SwitchDriver};
-use crate::entries::{self, Change, Write};
+use crate::entries::{self, Change, ReadRule, Write};
 use crate::meters::{self, Decoded};
 use crate::rule_ids::{RuleIds, RuleKey};
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{
-    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
+    Fabric, HhReport, MeterSnapshot, Parity, Resumed, RuleOp, SwitchError, SwitchResult,
 };
 use canary_core::model::{epoch_tag, SwitchConfig};
 use canary_core::sketch::{Dsm, Usm};
@@ -41,6 +41,10 @@ pub struct FabricOptions {
     /// forwarding to the controller that owns them (P4Runtime roles): Canary writes only its
     /// configuration and rules.
     pub attach_only: bool,
+    /// At connect, a switch that still holds what an earlier Canary controller configured is
+    /// adopted as it is (its rules read back) instead of configured afresh, which would wipe
+    /// its meters and monitored flows.
+    pub adopt: bool,
 }
 
 impl Default for FabricOptions {
@@ -48,6 +52,7 @@ impl Default for FabricOptions {
         Self {
             harvest_deadline: Duration::from_millis(500),
             attach_only: false,
+            adopt: true,
         }
     }
 }
@@ -95,6 +100,13 @@ enum Up {
     Same,
     /// Configured again: it lost its state.
     Repushed,
+    /// Found as an earlier controller left it: (epoch tag, its monitoring rules).
+    Adopted(u16, Vec<RuleOp>),
+    /// Configured for the first time.
+    Fresh,
+    /// Connected for the first time to a switch that holds what an earlier controller
+    /// configured: the caller adopts it or configures it afresh.
+    Kept,
 }
 
 /// Where a fabric's time comes from: the wall clock for real switches; for the chaos driver, the
@@ -138,12 +150,17 @@ pub struct SwitchFabric<D, C = WallClock> {
     epoch: u64,
     capacity: Capacity,
     events: Vec<(SwitchIx, SwitchError)>,
+    /// What connect found left by an earlier controller (taken by the controller).
+    resumed: Option<Resumed>,
+    /// Another controller became primary for a switch: the first such answer.
+    demoted: Option<String>,
     pub counters: FabricCounters,
 }
 
 fn switch_error(e: DriverError) -> SwitchError {
     match e {
         DriverError::Unreachable(m) => SwitchError::Unreachable(m),
+        DriverError::NotPrimary(m) => SwitchError::NotPrimary(m),
         e => SwitchError::Other(e.to_string()),
     }
 }
@@ -189,6 +206,8 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             epoch: 0,
             capacity,
             events: Vec::new(),
+            resumed: None,
+            demoted: None,
             counters: FabricCounters::default(),
         }
     }
@@ -202,6 +221,8 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             epoch: self.epoch,
             capacity: self.capacity,
             events: self.events,
+            resumed: self.resumed,
+            demoted: self.demoted,
             counters: self.counters,
         }
     }
@@ -213,20 +234,37 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// on a whole fabric.
     pub async fn connect(&mut self, patience: Duration) -> anyhow::Result<()> {
         let deadline = Instant::now() + patience;
-        let (epoch, attach_only) = (self.epoch, self.opts.attach_only);
+        let (epoch, attach_only, adopt) = (self.epoch, self.opts.attach_only, self.opts.adopt);
+        let mut resumed = Resumed::default();
         loop {
             let pending: Vec<&mut Slot<D>> = self.slots.iter_mut().filter(|s| !s.up).collect();
             let results = join_all(pending.into_iter().map(|s| async move {
-                (
-                    s.driver.name().to_string(),
-                    ensure_up(s, epoch, attach_only).await,
-                )
+                let r = match ensure_up(s, epoch, attach_only).await {
+                    Ok(Up::Kept) if adopt => adopt_state(s, attach_only).await,
+                    Ok(Up::Kept) => configure(s, epoch, attach_only).await,
+                    r => r,
+                };
+                (s.ix, s.monitor, s.driver.name().to_string(), r)
             }))
             .await;
-            let errors: Vec<String> = results
-                .into_iter()
-                .filter_map(|(n, r)| r.err().map(|e| format!("{n}: {e}")))
-                .collect();
+            let mut errors = Vec::new();
+            for (ix, monitor, name, r) in results {
+                match r {
+                    Ok(Up::Adopted(tag, rules)) => {
+                        if monitor {
+                            resumed.tags.push((ix, tag));
+                        }
+                        resumed.rules.extend(rules);
+                    }
+                    Ok(_) => resumed.fresh.push(ix),
+                    Err(SwitchError::NotPrimary(m)) => {
+                        // Another controller holds the switch: waiting would be fighting.
+                        self.demoted = Some(format!("{name}: {m}"));
+                        anyhow::bail!("{name}: another controller is primary: {m}");
+                    }
+                    Err(e) => errors.push(format!("{name}: {e}")),
+                }
+            }
             if errors.is_empty() {
                 break;
             }
@@ -235,6 +273,15 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             }
             tracing::info!("waiting for {} switches: {}", errors.len(), errors[0]);
             tokio::time::sleep(Duration::from_millis(500)).await;
+        }
+        if !resumed.tags.is_empty() {
+            tracing::info!(
+                adopted = resumed.tags.len(),
+                rules = resumed.rules.len(),
+                fresh = resumed.fresh.len(),
+                "switches found as an earlier controller left them: resuming"
+            );
+            self.resumed = Some(resumed);
         }
         self.clock.start();
         Ok(())
@@ -259,7 +306,16 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
         &self.slots[s as usize].ids
     }
 
+    /// Why this controller is no longer primary, if another one took a switch over: the
+    /// daemon stands down rather than fight for the switches.
+    pub fn demoted(&self) -> Option<&str> {
+        self.demoted.as_deref()
+    }
+
     fn note(&mut self, ix: SwitchIx, e: &SwitchError) {
+        if let (None, SwitchError::NotPrimary(m)) = (&self.demoted, e) {
+            self.demoted = Some(format!("{}: {m}", self.slots[ix as usize].driver.name()));
+        }
         if !self.events.iter().any(|(s, _)| *s == ix) {
             self.events.push((ix, e.clone()));
         }
@@ -289,6 +345,7 @@ fn first_failure(what: &str, failed: Vec<(usize, DriverError)>) -> Result<(), Sw
 }
 
 /// Makes sure the switch is reachable and holds what it should; configures it when it does not.
+/// A switch first met holding an earlier controller's state is left to the caller ([`Up::Kept`]).
 async fn ensure_up<D: SwitchDriver>(
     slot: &mut Slot<D>,
     epoch: u64,
@@ -311,10 +368,23 @@ async fn ensure_up<D: SwitchDriver>(
     }
     slot.up = false;
     let attach = slot.driver.connect().await.map_err(switch_error)?;
-    if attach == Attach::Kept && slot.configured {
-        slot.up = true;
-        return Ok(Up::Same);
+    if attach == Attach::Kept {
+        if slot.configured {
+            slot.up = true;
+            return Ok(Up::Same);
+        }
+        return Ok(Up::Kept);
     }
+    configure(slot, epoch, attach_only).await
+}
+
+/// Configures a connected switch afresh: pipeline and forwarding (unless another controller
+/// owns them), configuration, and the rules the controller asked for.
+async fn configure<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    epoch: u64,
+    attach_only: bool,
+) -> Result<Up, SwitchError> {
     if !attach_only {
         slot.driver.load_pipeline().await.map_err(switch_error)?;
         slot.driver
@@ -365,7 +435,66 @@ async fn ensure_up<D: SwitchDriver>(
     let was = slot.configured;
     slot.configured = true;
     slot.up = true;
-    Ok(if was { Up::Repushed } else { Up::Same })
+    Ok(if was { Up::Repushed } else { Up::Fresh })
+}
+
+/// Takes a switch over as an earlier controller left it: its rules and their IDs read back,
+/// nothing written. A switch whose state cannot be read back is configured afresh.
+async fn adopt_state<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    attach_only: bool,
+) -> Result<Up, SwitchError> {
+    let found = match slot.driver.read_installed().await {
+        Ok(found) if entries::holds_config(&found.config, slot.monitor, slot.mask) => found,
+        Ok(_) => {
+            return Err(SwitchError::Other(format!(
+                "{}: its configuration changed while it was read back",
+                slot.driver.name()
+            )))
+        }
+        Err(e) => {
+            tracing::warn!(
+                switch = slot.driver.name(),
+                "cannot read back what an earlier controller installed ({e}): configuring afresh"
+            );
+            return configure(slot, 0, attach_only).await;
+        }
+    };
+    let s = slot.ix;
+    let mut rules = Rules::default();
+    let mut live = Vec::new();
+    let mut ops = Vec::new();
+    for r in found.rules {
+        match r {
+            ReadRule::Usm { flow, id } => {
+                rules.usm.insert(flow);
+                live.push((RuleKey::Usm(flow), id));
+                ops.push(RuleOp::InstallUsm { switch: s, flow });
+            }
+            ReadRule::Dsm { flow, path_bf, id } => {
+                rules.dsm.insert((flow, path_bf));
+                live.push((RuleKey::Dsm(flow, path_bf), id));
+                ops.push(RuleOp::InstallDsm {
+                    switch: s,
+                    flow,
+                    path_bf,
+                });
+            }
+            ReadRule::Hh { path_bf, eta } => {
+                rules.hh.insert(path_bf, eta);
+                ops.push(RuleOp::InstallHh {
+                    switch: s,
+                    path_bf,
+                    eta,
+                });
+            }
+        }
+    }
+    slot.rules = rules;
+    slot.ids = RuleIds::adopted(live);
+    slot.configured = true;
+    slot.up = true;
+    Ok(Up::Adopted(found.config[2] as u16, ops))
 }
 
 /// Reads one monitor's meters of `epoch` under `deadline`, decodes them (pipes merged), zeroes
@@ -466,11 +595,12 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
         let attach_only = self.opts.attach_only;
         // Every switch is checked (and configured again if it lost its state) before any
         // monitor flips, so a re-push never lands among flipped switches.
-        let ready = join_all(
-            self.slots
-                .iter_mut()
-                .map(|slot| ensure_up(slot, epoch, attach_only)),
-        )
+        let ready = join_all(self.slots.iter_mut().map(|slot| async move {
+            match ensure_up(slot, epoch, attach_only).await? {
+                Up::Kept => configure(slot, epoch, attach_only).await,
+                up => Ok(up),
+            }
+        }))
         .await;
         let results = join_all(
             self.slots
@@ -499,7 +629,7 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
         let mut events = Vec::new();
         for (slot, r) in self.slots.iter().zip(results) {
             let r = match r {
-                Ok(Up::Same) => Ok(()),
+                Ok(Up::Same | Up::Fresh | Up::Kept | Up::Adopted(..)) => Ok(()),
                 Ok(Up::Repushed) => {
                     self.counters.repushes += 1;
                     Err(SwitchError::Restarted(format!(
@@ -615,6 +745,10 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
 
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         std::mem::take(&mut self.events)
+    }
+
+    fn take_resumed(&mut self) -> Option<Resumed> {
+        self.resumed.take()
     }
 }
 

@@ -179,9 +179,18 @@ pub fn decode(
                     id,
                     problem,
                 };
-                let key = ids
-                    .key(id)
-                    .ok_or_else(|| bad("not one this controller assigned"))?;
+                let Some(key) = ids.key(id) else {
+                    if ids.unknown_ok() {
+                        // An earlier controller's removed rule: its packets are no flow we watch.
+                        if is_dsm {
+                            dsm.push(DsmBucket::default());
+                        } else {
+                            usm.push(UsmBucket::default());
+                        }
+                        continue;
+                    }
+                    return Err(bad("not one this controller assigned"));
+                };
                 match (key, is_dsm) {
                     (RuleKey::Usm(flow), false) => usm.push(UsmBucket {
                         dirty,

@@ -98,6 +98,37 @@ impl ModelTables {
         meters::encode_or_zero(cap, &parts, |k| self.ids.get(&k).copied())
     }
 
+    /// Canary's rules and configuration as a switch answers a read of its tables.
+    pub fn read_installed(&self, model: &SwitchModel) -> crate::driver::Installed {
+        use crate::entries::ReadRule;
+        let id = |k: &RuleKey| self.ids.get(k).copied().unwrap_or(0);
+        let rules = model
+            .installed()
+            .into_iter()
+            .filter_map(|op| match op {
+                RuleOp::InstallUsm { flow, .. } => Some(ReadRule::Usm {
+                    flow,
+                    id: id(&RuleKey::Usm(flow)),
+                }),
+                RuleOp::InstallDsm { flow, path_bf, .. } => Some(ReadRule::Dsm {
+                    flow,
+                    path_bf,
+                    id: id(&RuleKey::Dsm(flow, path_bf)),
+                }),
+                RuleOp::InstallHh { path_bf, eta, .. } => Some(ReadRule::Hh { path_bf, eta }),
+                _ => None,
+            })
+            .collect();
+        let c = model.config();
+        // A switch never configured reads back the program's default: no arguments of ours.
+        let config = if c.epoch >= 2 {
+            crate::entries::config(c).args
+        } else {
+            vec![]
+        };
+        crate::driver::Installed { rules, config }
+    }
+
     /// Zeroes meter cells. The model tags a whole parity instance, not each cell, so only the
     /// cells of an instance no epoch holds any more can be asked for (the harvest clears cells
     /// whose tag is half a wrap old); they are zero in [`ModelTables::meter_cells`] already.

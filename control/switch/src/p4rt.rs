@@ -111,6 +111,8 @@ pub enum P4RtError {
         switch: String,
         ours: u128,
         message: String,
+        /// The primary's election id, as arbitration gave it.
+        primary: Option<u128>,
     },
 }
 
@@ -139,6 +141,21 @@ impl P4RtError {
         match self {
             P4RtError::Rpc { code, .. } => Some(*code),
             _ => None,
+        }
+    }
+
+    /// Whether the switch refused because the entity exists already, as the call's status or
+    /// (BMv2 answers a batch with UNKNOWN and per-update codes) every update's.
+    pub fn already_exists(&self) -> bool {
+        match self {
+            P4RtError::Rpc { code, details, .. } => {
+                *code == tonic::Code::AlreadyExists
+                    || (!details.is_empty()
+                        && details
+                            .iter()
+                            .all(|(_, c, _)| *c == tonic::Code::AlreadyExists as i32))
+            }
+            _ => false,
         }
     }
 
@@ -176,6 +193,8 @@ pub struct P4RtClient {
     pub primary: bool,
     /// What the arbitration reply said.
     pub arbitration: String,
+    /// The primary's election id in the arbitration reply (ours when we won).
+    pub primary_id: Option<u128>,
     /// The stream reader; it holds the request side open, so it must end with the client.
     stream_task: tokio::task::JoinHandle<()>,
 }
@@ -325,7 +344,7 @@ impl P4RtClient {
                 endpoint: cfg.endpoint.clone(),
                 detail: "no arbitration reply".into(),
             })?;
-        let (primary, arbitration) = match first {
+        let (primary, arbitration, primary_id) = match first {
             Some(Ok(p4rt::StreamMessageResponse {
                 update: Some(stream_message_response::Update::Arbitration(a)),
             })) => {
@@ -333,6 +352,8 @@ impl P4RtClient {
                 (
                     st.code == 0,
                     format!("{:?}: {}", tonic::Code::from(st.code), st.message),
+                    a.election_id
+                        .map(|e| u128::from(e.high) << 64 | u128::from(e.low)),
                 )
             }
             Some(Ok(other)) => {
@@ -366,6 +387,7 @@ impl P4RtClient {
             stats,
             primary,
             arbitration,
+            primary_id,
             stream_task,
         })
     }
@@ -378,6 +400,7 @@ impl P4RtClient {
                 switch: c.cfg.name.clone(),
                 ours: c.cfg.election_id,
                 message: c.arbitration.clone(),
+                primary: c.primary_id,
             });
         }
         Ok(c)
@@ -506,9 +529,8 @@ impl P4RtClient {
             entity: Some(entity.clone()),
         };
         match self.write(vec![up(update::Type::Insert)], 1).await {
-            Err(e) if e.code() == Some(tonic::Code::AlreadyExists) => {
-                self.write(vec![up(update::Type::Modify)], 1).await
-            }
+            // Configured by a controller before this one (a restart, a standby taking over).
+            Err(e) if e.already_exists() => self.write(vec![up(update::Type::Modify)], 1).await,
             r => r,
         }
     }

@@ -48,6 +48,9 @@ pub struct RuleIds {
     retiring: HashMap<RuleKey, (u32, u8)>,
     /// Every ID a bucket may hold, live or retiring.
     by_id: HashMap<u32, RuleKey>,
+    /// Harvests during which a bucket may hold an ID this table never knew: after adopting
+    /// what an earlier controller installed, whose removed rules' IDs were not read back.
+    unknown_ok: u8,
 }
 
 impl Default for RuleIds {
@@ -64,7 +67,29 @@ impl RuleIds {
             live: HashMap::new(),
             retiring: HashMap::new(),
             by_id: HashMap::new(),
+            unknown_ok: 0,
         }
+    }
+
+    /// The IDs of rules an earlier controller installed, read back from the switch. Rules it
+    /// removed shortly before are not on the switch, but their IDs may be in buckets for two
+    /// more harvests: until then [`RuleIds::unknown_ok`] says such a bucket is no error.
+    pub fn adopted(live: impl IntoIterator<Item = (RuleKey, u32)>) -> Self {
+        let mut ids = RuleIds::default();
+        for (key, id) in live {
+            let id = id.clamp(1, MAX_ID);
+            ids.live.insert(key, id);
+            ids.by_id.insert(id, key);
+            ids.next = ids.next.max(id.saturating_add(1)).min(MAX_ID);
+        }
+        ids.unknown_ok = RETIRE_AFTER_HARVESTS;
+        ids
+    }
+
+    /// Whether a bucket holding an ID this table does not know may be an earlier controller's
+    /// removed rule (read as an empty bucket) rather than a fault.
+    pub fn unknown_ok(&self) -> bool {
+        self.unknown_ok > 0
     }
 
     /// The ID for installing `key`: its current one if installed or retiring, else a fresh one.
@@ -150,6 +175,7 @@ impl RuleIds {
     /// One parity half was harvested and cleared: retiring IDs age, and those no bucket can
     /// hold any more are freed.
     pub fn harvested(&mut self) {
+        self.unknown_ok = self.unknown_ok.saturating_sub(1);
         let by_id = &mut self.by_id;
         self.retiring.retain(|_, (id, left)| {
             *left -= 1;

@@ -281,9 +281,14 @@ impl FabricLab {
 
     /// `canary run` inside the fabric namespace, with its stdout/stderr in files.
     pub fn daemon(&self, args: &[&str]) -> Daemon {
+        self.daemon_named("daemon", args)
+    }
+
+    /// Another `canary run` (a restart, a standby), its output in `{name}.out` and `.err`.
+    pub fn daemon_named(&self, name: &str, args: &[&str]) -> Daemon {
         let exe = env!("CARGO_BIN_EXE_canary");
-        let out = std::fs::File::create(self.lab.dir.path().join("daemon.out")).unwrap();
-        let err = std::fs::File::create(self.lab.dir.path().join("daemon.err")).unwrap();
+        let out = std::fs::File::create(self.path(&format!("{name}.out"))).unwrap();
+        let err = std::fs::File::create(self.path(&format!("{name}.err"))).unwrap();
         Command::new("ip")
             .args(["netns", "exec", &self.fab, exe, "run", "--switches"])
             .arg(&self.switches_yaml)
@@ -300,9 +305,19 @@ impl FabricLab {
     }
 
     pub fn daemon_output(&self) -> String {
-        let o = std::fs::read_to_string(self.lab.dir.path().join("daemon.out")).unwrap_or_default();
-        let e = std::fs::read_to_string(self.lab.dir.path().join("daemon.err")).unwrap_or_default();
-        format!("--- stdout\n{o}\n--- stderr\n{e}")
+        self.output_of("daemon")
+    }
+
+    /// The stdout and stderr of daemon `name`.
+    pub fn output_of(&self, name: &str) -> String {
+        let read = |ext: &str| {
+            std::fs::read_to_string(self.path(&format!("{name}.{ext}"))).unwrap_or_default()
+        };
+        format!(
+            "--- {name} stdout\n{}\n--- {name} stderr\n{}",
+            read("out"),
+            read("err")
+        )
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

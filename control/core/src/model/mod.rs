@@ -283,6 +283,33 @@ impl SwitchModel {
         self.rules.dsm.contains(&(*flow, path_bf))
     }
 
+    /// Every rule installed, as the installs that made it (`switch` 0: the caller's business),
+    /// in a stable order.
+    pub fn installed(&self) -> Vec<RuleOp> {
+        let r = &self.rules;
+        let mut usm: Vec<_> = r.usm.iter().copied().collect();
+        let mut dsm: Vec<_> = r.dsm.iter().copied().collect();
+        let mut hh: Vec<_> = r.hh.iter().map(|(&b, &e)| (b, e)).collect();
+        usm.sort_unstable();
+        dsm.sort_unstable();
+        hh.sort_unstable();
+        let mut ops: Vec<RuleOp> = usm
+            .into_iter()
+            .map(|flow| RuleOp::InstallUsm { switch: 0, flow })
+            .collect();
+        ops.extend(dsm.into_iter().map(|(flow, path_bf)| RuleOp::InstallDsm {
+            switch: 0,
+            flow,
+            path_bf,
+        }));
+        ops.extend(hh.into_iter().map(|(path_bf, eta)| RuleOp::InstallHh {
+            switch: 0,
+            path_bf,
+            eta,
+        }));
+        ops
+    }
+
     /// η of the HH rule on `path_bf`, if there is one.
     pub fn hh_eta(&self, path_bf: u32) -> Option<u32> {
         self.rules.hh.get(&path_bf).copied()

@@ -68,6 +68,13 @@ pub enum Table {
     Hh,
 }
 
+impl Table {
+    /// The table's name in the contract.
+    pub fn name(self) -> &'static str {
+        TABLES[self as usize].name
+    }
+}
+
 /// A table Canary writes: its name (the last component of the program's name), its keys in
 /// Canary's order, and the one action Canary installs with its parameters in Canary's order.
 #[derive(Clone, Copy, Debug)]

@@ -5,8 +5,8 @@
 
 use super::p4runtime;
 use crate::bmv2_thrift::{ThriftClient, Timeouts};
-use crate::contract::{Program, Register};
-use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::contract::{Program, Register, Table};
+use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells, RowCells};
 use crate::p4info::P4InfoIndex;
@@ -50,8 +50,18 @@ impl Default for Bmv2Options {
     }
 }
 
+/// FNV-1a (64 bit) over the P4Info and the device config: stable across runs and builds of
+/// Canary, unlike `std`'s hasher. Never 0, which P4Runtime reads as "no cookie".
+pub fn program_cookie(p4info: &[u8], device_config: &[u8]) -> u64 {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for &b in p4info.iter().chain(device_config) {
+        h = (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3);
+    }
+    h | 1
+}
+
 /// The compiled program every BMv2 switch of a run gets: P4Info, BMv2 JSON, the contract
-/// resolved against the P4Info, and the cookie that tags this run's pipeline.
+/// resolved against the P4Info, and the cookie that tags this program's pipeline.
 pub struct Bmv2Program {
     pub p4info: P4InfoIndex,
     pub device_config: Vec<u8>,
@@ -66,12 +76,9 @@ impl Bmv2Program {
         device_config: Vec<u8>,
     ) -> Result<Self, crate::contract::ContractError> {
         let program = Program::from_p4info(&p4info.path, &p4info.info)?;
-        // The cookie names this run's pipeline: a switch reporting another one lost our state.
-        let cookie = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map(|d| d.as_nanos() as u64)
-            .unwrap_or(1)
-            | 1;
+        // The cookie names the program, not the run: a controller started again (or a standby
+        // taking over) recognises the pipeline an earlier one pushed and attaches to it.
+        let cookie = program_cookie(&p4info.bytes, &device_config);
         Ok(Self {
             p4info,
             device_config,
@@ -283,18 +290,14 @@ impl Bmv2Driver {
         }
     }
 
-    /// Whether `switch_config` holds this switch's configuration: after a restart or a new
-    /// pipeline its default action reads back as the program's, not Canary's.
-    async fn holds_config(&mut self) -> Result<bool, DriverError> {
-        use bfrt_proto::p4rt::{entity, table_action, Entity, TableEntry};
-        let t = self
-            .prog
-            .program
-            .table(crate::contract::Table::SwitchConfig)
-            .clone();
+    /// `switch_config`'s default action arguments in the contract's order; empty when the
+    /// table is back at the program's default (a restart or a new pipeline).
+    async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
+        use bfrt_proto::p4rt::{entity, Entity, TableEntry};
+        let t = self.prog.program.table(Table::SwitchConfig).id;
         let e = Entity {
             entity: Some(entity::Entity::TableEntry(TableEntry {
-                table_id: t.id,
+                table_id: t,
                 is_default_action: true,
                 ..Default::default()
             })),
@@ -302,28 +305,35 @@ impl Bmv2Driver {
         let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
         let Some(entity::Entity::TableEntry(te)) = got.into_iter().next().and_then(|e| e.entity)
         else {
-            return Ok(false);
+            return Ok(vec![]);
         };
-        let Some(table_action::Type::Action(a)) = te.action.and_then(|a| a.r#type) else {
-            return Ok(false);
-        };
-        if a.action_id != t.action_id {
-            return Ok(false);
-        }
-        let args: Vec<u128> = t
-            .params
-            .iter()
-            .map(|p| {
-                a.params
-                    .iter()
-                    .find(|x| x.param_id == p.id)
-                    .filter(|x| x.value.len() <= 16)
-                    .map_or(0, |x| {
-                        x.value.iter().fold(0u128, |v, &b| v << 8 | u128::from(b))
-                    })
-            })
-            .collect();
+        // The program's own default (no action of ours) reads as "not configured".
+        Ok(
+            p4runtime::entry_of(&self.prog.program, Table::SwitchConfig, &te)
+                .map(|e| e.args)
+                .unwrap_or_default(),
+        )
+    }
+
+    /// Whether `switch_config` holds this switch's configuration: after a restart or a new
+    /// pipeline its default action reads back as the program's, not Canary's.
+    async fn holds_config(&mut self) -> Result<bool, DriverError> {
+        let args = self.read_config().await?;
         Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
+    }
+
+    /// Who is primary on this switch, asked without taking it from anyone: arbitration with
+    /// this driver's election id, which should be the lowest there is (the standby's probe).
+    /// `None`: no controller is primary. The probe's stream ends when it returns.
+    pub async fn probe_primary(&self) -> Result<Option<u128>, DriverError> {
+        let c = P4RtClient::connect(self.p4rt_config())
+            .await
+            .map_err(from_p4rt)?;
+        Ok(if c.primary {
+            None
+        } else {
+            Some(c.primary_id.unwrap_or(0))
+        })
     }
 
     /// Writes `writes` straight to this switch (tests that program one switch by hand).
@@ -358,7 +368,9 @@ impl SwitchDriver for Bmv2Driver {
             self.enable_digest().await?;
             return Ok(if kept { Attach::Kept } else { Attach::Fresh });
         }
-        if cookie == Some(self.prog.cookie) {
+        // Our program is not enough: pushed again by someone else, or the switch restarted
+        // and got it back, it holds none of Canary's state.
+        if cookie == Some(self.prog.cookie) && self.holds_config().await? {
             self.enable_digest().await?;
             Ok(Attach::Kept)
         } else {
@@ -509,6 +521,34 @@ impl SwitchDriver for Bmv2Driver {
                 .map_err(|e| DriverError::Unreachable(e.to_string()))
         })
         .await
+    }
+
+    async fn read_installed(&mut self) -> Result<Installed, DriverError> {
+        use bfrt_proto::p4rt::{entity, Entity, TableEntry};
+        let prog = self.prog.clone();
+        let mut out = Installed {
+            config: self.read_config().await?,
+            ..Default::default()
+        };
+        for table in [Table::Usm, Table::Dsm, Table::Hh] {
+            // A table id alone reads every entry of the table.
+            let e = Entity {
+                entity: Some(entity::Entity::TableEntry(TableEntry {
+                    table_id: prog.program.table(table).id,
+                    ..Default::default()
+                })),
+            };
+            for got in self.client()?.read(vec![e]).await.map_err(from_p4rt)? {
+                let Some(entity::Entity::TableEntry(te)) = got.entity else {
+                    continue;
+                };
+                let rule = p4runtime::entry_of(&prog.program, table, &te)
+                    .and_then(|e| crate::entries::read_rule(&e))
+                    .map_err(|e| DriverError::Program(format!("{}: {e}", self.bound.name)))?;
+                out.rules.push(rule);
+            }
+        }
+        Ok(out)
     }
 
     async fn pipeline_unchanged(&mut self) -> Result<bool, DriverError> {

@@ -18,7 +18,7 @@
 //! flows, while the controller waits.
 
 use crate::contract::Program;
-use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::fabric::Clock;
 use crate::meters::{Cell, MeterCells};
@@ -29,6 +29,7 @@ use canary_core::FlowId;
 use canary_sim::SimFabric;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -95,6 +96,40 @@ impl Default for ChaosOptions {
     }
 }
 
+/// What the switch itself holds, whichever controller's driver talks to it: its tables, its
+/// pipeline, and when it is back from a reboot.
+#[derive(Debug)]
+struct SwitchSide {
+    tables: ModelTables,
+    pipeline: Pipeline,
+    /// Fabric time the switch is back after a restart.
+    down_until: Option<Duration>,
+}
+
+/// The life of one controller process, shared by its drivers: after `n` more switch calls (a
+/// write batch counts each write), every call hangs forever, as the calls of a process killed
+/// at that moment do. Dropping the controller's future afterwards is the kill.
+#[derive(Clone, Debug)]
+pub struct Lifeline(Arc<AtomicI64>);
+
+impl Lifeline {
+    /// A controller that dies after `n` switch calls.
+    pub fn dies_after(n: u64) -> Self {
+        Lifeline(Arc::new(AtomicI64::new(n.min(i64::MAX as u64) as i64)))
+    }
+
+    /// Takes up to `want` calls; returns how many may still reach the switch.
+    fn take(&self, want: usize) -> usize {
+        let before = self.0.fetch_sub(want as i64, Ordering::SeqCst);
+        before.clamp(0, want as i64) as usize
+    }
+
+    /// Whether the controller is dead.
+    pub fn dead(&self) -> bool {
+        self.0.load(Ordering::SeqCst) <= 0
+    }
+}
+
 /// One switch of the plane as a driver sees it.
 pub struct ChaosDriver {
     name: String,
@@ -102,12 +137,10 @@ pub struct ChaosDriver {
     plane: Plane,
     program: Arc<Program>,
     opts: ChaosOptions,
-    tables: ModelTables,
-    pipeline: Pipeline,
+    switch: Arc<Mutex<SwitchSide>>,
+    lifeline: Option<Lifeline>,
     connected: bool,
     refuse_connects: u32,
-    /// Fabric time the switch is back after a restart.
-    down_until: Option<Duration>,
     slow: Option<(Duration, u32)>,
     torn: bool,
     refuse_writes: usize,
@@ -131,11 +164,14 @@ impl ChaosDriver {
             plane,
             program,
             opts,
-            tables: ModelTables::default(),
-            pipeline: Pipeline::None,
+            switch: Arc::new(Mutex::new(SwitchSide {
+                tables: ModelTables::default(),
+                pipeline: Pipeline::None,
+                down_until: None,
+            })),
+            lifeline: None,
             connected: false,
             refuse_connects: 0,
-            down_until: None,
             slow: None,
             torn: false,
             refuse_writes: 0,
@@ -143,6 +179,44 @@ impl ChaosDriver {
             dropped: 0,
             injected: Vec::new(),
         }
+    }
+
+    /// A driver of another controller process for the same switch (one started after this
+    /// one's died, or a standby): it shares the switch, not this driver's connection or faults.
+    pub fn another_controller(&self) -> ChaosDriver {
+        ChaosDriver {
+            switch: self.switch.clone(),
+            ..ChaosDriver::new(
+                self.name.clone(),
+                self.ix,
+                self.plane.clone(),
+                self.program.clone(),
+                self.opts.clone(),
+            )
+        }
+    }
+
+    /// This driver's controller dies when `lifeline` runs out.
+    pub fn set_lifeline(&mut self, lifeline: Lifeline) {
+        self.lifeline = Some(lifeline);
+    }
+
+    /// Hangs forever once the controller's lifeline ran out (the call of a dead process).
+    async fn alive(&self, calls: usize) -> usize {
+        match &self.lifeline {
+            None => calls,
+            Some(l) => {
+                let n = l.take(calls);
+                if n == 0 {
+                    std::future::pending::<()>().await;
+                }
+                n
+            }
+        }
+    }
+
+    fn side(&self) -> MutexGuard<'_, SwitchSide> {
+        self.switch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     /// Injects `fault` now.
@@ -179,17 +253,12 @@ impl ChaosDriver {
     fn restart(&mut self, down: Duration, comes_back_with: Pipeline) {
         let mut plane = lock(&self.plane);
         plane.set_switch_down(self.ix, true);
-        let model = plane.switch_mut(self.ix);
-        self.tables.restart(model);
-        self.down_until = Some(plane.now() + down);
-        drop(plane);
-        self.pipeline = comes_back_with;
+        let mut side = self.side();
+        side.tables.restart(plane.switch_mut(self.ix));
+        side.down_until = Some(plane.now() + down);
+        side.pipeline = comes_back_with;
+        drop((side, plane));
         self.connected = false;
-    }
-
-    /// The switch's model state as the tables hold it (for tests).
-    pub fn tables(&self) -> &ModelTables {
-        &self.tables
     }
 
     fn check(&self) -> Result<(), DriverError> {
@@ -210,8 +279,10 @@ impl SwitchDriver for ChaosDriver {
     }
 
     async fn connect(&mut self) -> Result<Attach, DriverError> {
+        self.alive(1).await;
         self.connected = false;
-        if let Some(until) = self.down_until {
+        let until = self.side().down_until;
+        if let Some(until) = until {
             let mut plane = lock(&self.plane);
             if plane.now() < until {
                 return Err(DriverError::Unreachable(format!(
@@ -220,7 +291,7 @@ impl SwitchDriver for ChaosDriver {
                 )));
             }
             plane.set_switch_down(self.ix, false);
-            self.down_until = None;
+            self.side().down_until = None;
         }
         if self.refuse_connects > 0 {
             self.refuse_connects -= 1;
@@ -230,10 +301,10 @@ impl SwitchDriver for ChaosDriver {
             )));
         }
         self.connected = true;
-        Ok(match self.pipeline {
-            Pipeline::Ours => Attach::Kept,
-            _ => Attach::Fresh,
-        })
+        // Ours and configured (a switch restarted into our pipeline holds nothing of ours).
+        let kept = self.side().pipeline == Pipeline::Ours
+            && lock(&self.plane).switch_mut(self.ix).config().epoch >= 2;
+        Ok(if kept { Attach::Kept } else { Attach::Fresh })
     }
 
     fn connected(&self) -> bool {
@@ -241,8 +312,9 @@ impl SwitchDriver for ChaosDriver {
     }
 
     async fn load_pipeline(&mut self) -> Result<(), DriverError> {
+        self.alive(1).await;
         self.check()?;
-        if self.pipeline == (Pipeline::Other { replaceable: false }) {
+        if self.side().pipeline == (Pipeline::Other { replaceable: false }) {
             return Err(DriverError::Program(format!(
                 "{}: the switch runs another program, which cannot be replaced from here",
                 self.name
@@ -250,8 +322,9 @@ impl SwitchDriver for ChaosDriver {
         }
         // A new pipeline starts empty.
         let mut plane = lock(&self.plane);
-        self.tables.restart(plane.switch_mut(self.ix));
-        self.pipeline = Pipeline::Ours;
+        let mut side = self.side();
+        side.tables.restart(plane.switch_mut(self.ix));
+        side.pipeline = Pipeline::Ours;
         Ok(())
     }
 
@@ -260,76 +333,52 @@ impl SwitchDriver for ChaosDriver {
     }
 
     async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
-        if let Err(e) = self.check() {
-            return (0..writes.len()).map(|i| (i, e.clone())).collect();
+        // A controller killed mid-batch: the writes before reach the switch, then it hangs.
+        let reach = self.alive(writes.len()).await;
+        if reach < writes.len() {
+            let _ = Box::pin(self.write_now(&writes[..reach])).await;
+            std::future::pending::<()>().await;
         }
-        let mut refused = Vec::new();
-        let mut pass = Vec::new();
-        let mut index = Vec::new();
-        for (i, w) in writes.iter().enumerate() {
-            let rule = matches!(
-                w.entry.table,
-                crate::contract::Table::Usm
-                    | crate::contract::Table::Dsm
-                    | crate::contract::Table::Hh
-            );
-            if rule && self.refuse_writes > 0 {
-                self.refuse_writes -= 1;
-                refused.push((i, DriverError::Refused("chaos: write refused".into())));
-            } else {
-                pass.push(w.clone());
-                index.push(i);
-            }
-        }
-        let mut plane = lock(&self.plane);
-        let failed = self.tables.write(plane.switch_mut(self.ix), &pass);
-        refused.extend(
-            failed
-                .into_iter()
-                .map(|(j, e)| (index[j], DriverError::Refused(e.to_string()))),
-        );
-        refused.sort_by_key(|(i, _)| *i);
-        refused
+        self.write_now(writes).await
     }
 
     async fn write_groups(&mut self, groups: &[McGroup]) -> Result<(), DriverError> {
+        self.alive(1).await;
         self.check()?;
         let mut plane = lock(&self.plane);
-        self.tables.write_groups(plane.switch_mut(self.ix), groups);
+        self.side()
+            .tables
+            .write_groups(plane.switch_mut(self.ix), groups);
         Ok(())
     }
 
     async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
-        self.check()?;
-        if let Some((delay, reads)) = self.slow {
-            self.slow = (reads > 1).then_some((delay, reads - 1));
-            tokio::time::sleep(delay).await;
-        }
-        let mut cells = {
-            let mut plane = lock(&self.plane);
-            self.tables.meter_cells(plane.switch_mut(self.ix))
-        };
-        if std::mem::take(&mut self.torn) {
-            // The read stopped halfway through the last DSM row.
-            if let Some(row) = cells.dsm.last_mut() {
-                let half = row.count.len() / 2;
-                row.count.truncate(half);
-            }
-        }
-        Ok(vec![cells])
+        self.alive(1).await;
+        self.read_meters_now().await
     }
 
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
+        self.alive(1).await;
         self.check()?;
         let mut plane = lock(&self.plane);
-        self.tables.clear_cells(plane.switch_mut(self.ix), cells);
+        self.side()
+            .tables
+            .clear_cells(plane.switch_mut(self.ix), cells);
         Ok(())
     }
 
     async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
+        self.alive(1).await;
         self.check()?;
         lock(&self.plane).switch_mut(self.ix).clear_hashpipe();
         Ok(())
+    }
+
+    async fn read_installed(&mut self) -> Result<Installed, DriverError> {
+        self.alive(1).await;
+        self.check()?;
+        let mut plane = lock(&self.plane);
+        Ok(self.side().tables.read_installed(plane.switch_mut(self.ix)))
     }
 
     fn take_digests(&mut self) -> Digests {
@@ -353,6 +402,61 @@ impl SwitchDriver for ChaosDriver {
             dropped_total: self.dropped,
             bad: vec![],
         }
+    }
+}
+
+impl ChaosDriver {
+    async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        if let Err(e) = self.check() {
+            return (0..writes.len()).map(|i| (i, e.clone())).collect();
+        }
+        let mut refused = Vec::new();
+        let mut pass = Vec::new();
+        let mut index = Vec::new();
+        for (i, w) in writes.iter().enumerate() {
+            let rule = matches!(
+                w.entry.table,
+                crate::contract::Table::Usm
+                    | crate::contract::Table::Dsm
+                    | crate::contract::Table::Hh
+            );
+            if rule && self.refuse_writes > 0 {
+                self.refuse_writes -= 1;
+                refused.push((i, DriverError::Refused("chaos: write refused".into())));
+            } else {
+                pass.push(w.clone());
+                index.push(i);
+            }
+        }
+        let mut plane = lock(&self.plane);
+        let failed = self.side().tables.write(plane.switch_mut(self.ix), &pass);
+        refused.extend(
+            failed
+                .into_iter()
+                .map(|(j, e)| (index[j], DriverError::Refused(e.to_string()))),
+        );
+        refused.sort_by_key(|(i, _)| *i);
+        refused
+    }
+
+    async fn read_meters_now(&mut self) -> Result<Vec<MeterCells>, DriverError> {
+        self.check()?;
+        if let Some((delay, reads)) = self.slow {
+            self.slow = (reads > 1).then_some((delay, reads - 1));
+            tokio::time::sleep(delay).await;
+        }
+        let mut cells = {
+            let mut plane = lock(&self.plane);
+            self.side().tables.meter_cells(plane.switch_mut(self.ix))
+        };
+        if std::mem::take(&mut self.torn) {
+            // The read stopped halfway through the last DSM row.
+            if let Some(row) = cells.dsm.last_mut() {
+                let half = row.count.len() / 2;
+                row.count.truncate(half);
+            }
+        }
+        Ok(vec![cells])
     }
 }
 

@@ -1,7 +1,7 @@
 //! Canary's writes as P4Runtime messages, with the ids and widths of a program resolved from its
 //! P4Info, and the HH digest back from P4Runtime's `P4Data`.
 
-use crate::contract::{Field, Program};
+use crate::contract::{Field, Program, Table};
 use crate::entries::{Change, Entry, Key, McGroup, Write};
 use bfrt_proto::p4rt::{
     self, field_match, p4_data, packet_replication_engine_entry, replica, table_action, Entity,
@@ -75,6 +75,79 @@ pub fn table_entry(prog: &Program, e: &Entry) -> Result<TableEntry, ValueError> 
         }),
         is_default_action: e.default,
         ..Default::default()
+    })
+}
+
+/// A field's big-endian bytes as a value, if they fit its width.
+fn value_of(bytes: &[u8], f: Field) -> Option<u128> {
+    if bytes.len() > 16 {
+        return None;
+    }
+    let v = bytes.iter().fold(0u128, |v, &b| v << 8 | u128::from(b));
+    (f.bits >= 128 || v >> f.bits == 0).then_some(v)
+}
+
+/// The entry a switch returned for table `table` (the inverse of [`table_entry`]): keys and
+/// parameters in the contract's order, by id. Errors name the table and the field.
+pub fn entry_of(prog: &Program, table: Table, te: &TableEntry) -> Result<Entry, String> {
+    let t = prog.table(table);
+    if te.table_id != t.id {
+        return Err(format!(
+            "{}: entry of table id {} read back",
+            t.name, te.table_id
+        ));
+    }
+    let mut keys = Vec::with_capacity(t.keys.len());
+    for (i, f) in t.keys.iter().enumerate() {
+        let m = te
+            .r#match
+            .iter()
+            .find(|m| m.field_id == f.id)
+            .ok_or_else(|| format!("{}: key field {i} (id {}) missing", t.name, f.id))?;
+        let bad = || format!("{}: key field {i} does not fit {} bits", t.name, f.bits);
+        keys.push(match &m.field_match_type {
+            Some(field_match::FieldMatchType::Exact(x)) => {
+                Key::Exact(value_of(&x.value, *f).ok_or_else(bad)?)
+            }
+            Some(field_match::FieldMatchType::Lpm(x)) => Key::Lpm(
+                value_of(&x.value, *f).ok_or_else(bad)?,
+                u32::try_from(x.prefix_len).map_err(|_| bad())?,
+            ),
+            _ => {
+                return Err(format!(
+                    "{}: key field {i} is neither exact nor LPM",
+                    t.name
+                ))
+            }
+        });
+    }
+    let Some(table_action::Type::Action(a)) = te.action.as_ref().and_then(|a| a.r#type.as_ref())
+    else {
+        return Err(format!("{}: the entry has no direct action", t.name));
+    };
+    if a.action_id != t.action_id {
+        return Err(format!(
+            "{}: action id {} is not Canary's",
+            t.name, a.action_id
+        ));
+    }
+    let mut args = Vec::with_capacity(t.params.len());
+    for (i, f) in t.params.iter().enumerate() {
+        let p = a
+            .params
+            .iter()
+            .find(|p| p.param_id == f.id)
+            .ok_or_else(|| format!("{}: parameter {i} (id {}) missing", t.name, f.id))?;
+        args.push(
+            value_of(&p.value, *f)
+                .ok_or_else(|| format!("{}: parameter {i} does not fit {} bits", t.name, f.bits))?,
+        );
+    }
+    Ok(Entry {
+        table,
+        keys,
+        args,
+        default: te.is_default_action,
     })
 }
 
