@@ -94,6 +94,18 @@ impl RuleOp {
             | RuleOp::RemoveHh { switch, .. } => switch,
         }
     }
+    /// The same change on switch `s`.
+    pub fn on(mut self, s: SwitchIx) -> RuleOp {
+        match &mut self {
+            RuleOp::InstallDsm { switch, .. }
+            | RuleOp::RemoveDsm { switch, .. }
+            | RuleOp::InstallUsm { switch, .. }
+            | RuleOp::RemoveUsm { switch, .. }
+            | RuleOp::InstallHh { switch, .. }
+            | RuleOp::RemoveHh { switch, .. } => *switch = s,
+        }
+        self
+    }
     pub fn is_install(&self) -> bool {
         matches!(
             self,

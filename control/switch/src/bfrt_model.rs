@@ -396,6 +396,36 @@ impl BfrtModelSwitch {
         Ok(())
     }
 
+    /// Every entry of a monitoring rule table (`usm_table`, `dsm_table`, `hh_table`), as the
+    /// switch holds them; other match tables are not read by Canary.
+    fn read_rules(&self, table_id: u32, name: &str) -> Result<Vec<TableEntry>, Status> {
+        let table = self
+            .program
+            .tables()
+            .iter()
+            .find(|r| r.id == table_id)
+            .map(|r| r.table)
+            .filter(|t| matches!(t, Table::Usm | Table::Dsm | Table::Hh))
+            .ok_or_else(|| Status::unimplemented(format!("{name}: reads of its match entries")))?;
+        let installed = {
+            let inner = lock(&self.inner);
+            let mut plane = lock(&self.plane);
+            inner.tables.read_installed(plane.switch_mut(self.ix))
+        };
+        let mut out = Vec::new();
+        for r in installed.rules {
+            let (op, id) = r.install(0);
+            let entry = crate::entries::rule(&op, id, false).entry;
+            if entry.table == table {
+                out.push(
+                    bfruntime::table_entry(&self.program, &entry)
+                        .map_err(|e| Status::internal(e.to_string()))?,
+                );
+            }
+        }
+        Ok(out)
+    }
+
     fn read_entry(
         &self,
         te: &TableEntry,
@@ -423,10 +453,7 @@ impl BfrtModelSwitch {
                 .map_err(|e| Status::internal(e.to_string()));
         }
         if t.kind != "Register" {
-            return Err(Status::unimplemented(format!(
-                "{}: reads of match entries",
-                t.name
-            )));
+            return self.read_rules(te.table_id, &t.name);
         }
         let meters = cells.get_or_insert_with(|| {
             let inner = lock(&self.inner);

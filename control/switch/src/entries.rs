@@ -260,6 +260,31 @@ pub enum ReadRule {
     Hh { path_bf: u32, eta: u32 },
 }
 
+impl ReadRule {
+    /// The install that made the rule on `switch`, with its rule ID (0 for HH rules).
+    pub fn install(self, switch: u32) -> (RuleOp, u32) {
+        match self {
+            ReadRule::Usm { flow, id } => (RuleOp::InstallUsm { switch, flow }, id),
+            ReadRule::Dsm { flow, path_bf, id } => (
+                RuleOp::InstallDsm {
+                    switch,
+                    flow,
+                    path_bf,
+                },
+                id,
+            ),
+            ReadRule::Hh { path_bf, eta } => (
+                RuleOp::InstallHh {
+                    switch,
+                    path_bf,
+                    eta,
+                },
+                0,
+            ),
+        }
+    }
+}
+
 /// The rule `e` is, read back from a `usm_table`, `dsm_table` or `hh_table` (the inverse of
 /// [`rule`]). Errors name the table and what is missing or out of range.
 pub fn read_rule(e: &Entry) -> Result<ReadRule, String> {

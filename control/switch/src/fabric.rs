@@ -18,7 +18,7 @@
 //! One switch that does not answer costs its own segments and nothing else.
 
 use crate::driver::{Attach, DriverError, SwitchDriver};
-use crate::entries::{self, Change, ReadRule, Write};
+use crate::entries::{self, Change, Write};
 use crate::meters::{self, Decoded};
 use crate::rule_ids::{RuleIds, RuleKey};
 use canary_core::capacity::Capacity;
@@ -465,30 +465,22 @@ async fn adopt_state<D: SwitchDriver>(
     let mut live = Vec::new();
     let mut ops = Vec::new();
     for r in found.rules {
-        match r {
-            ReadRule::Usm { flow, id } => {
+        let (op, id) = r.install(s);
+        match op {
+            RuleOp::InstallUsm { flow, .. } => {
                 rules.usm.insert(flow);
                 live.push((RuleKey::Usm(flow), id));
-                ops.push(RuleOp::InstallUsm { switch: s, flow });
             }
-            ReadRule::Dsm { flow, path_bf, id } => {
+            RuleOp::InstallDsm { flow, path_bf, .. } => {
                 rules.dsm.insert((flow, path_bf));
                 live.push((RuleKey::Dsm(flow, path_bf), id));
-                ops.push(RuleOp::InstallDsm {
-                    switch: s,
-                    flow,
-                    path_bf,
-                });
             }
-            ReadRule::Hh { path_bf, eta } => {
+            RuleOp::InstallHh { path_bf, eta, .. } => {
                 rules.hh.insert(path_bf, eta);
-                ops.push(RuleOp::InstallHh {
-                    switch: s,
-                    path_bf,
-                    eta,
-                });
             }
+            _ => continue,
         }
+        ops.push(op);
     }
     slot.rules = rules;
     slot.ids = RuleIds::adopted(live);

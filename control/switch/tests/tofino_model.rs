@@ -199,3 +199,82 @@ async fn requests_that_break_the_schema_are_refused_naming_table_and_field() {
     );
     assert_eq!(sw.violations().len(), 2);
 }
+
+/// A controller started again over BF Runtime adopts what the switches hold: connecting reads
+/// Canary's rules and configuration back and writes nothing, the rules it finds are the ones
+/// installed before, its epoch tags are the switches', and its first harvest equals the meters.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_restarted_controller_adopts_the_switches_over_bf_runtime() {
+    use std::collections::BTreeSet;
+    let lab = lab(0.0).await;
+    let mut first = lab.fabric();
+    first.connect(Duration::from_secs(10)).await.unwrap();
+    assert!(first.apply(&lab.hh_everywhere()).await.is_empty());
+    lab.run(Duration::from_millis(20)).await;
+    let mut flows = BTreeSet::new();
+    for _ in 0..100 {
+        flows.extend(
+            first
+                .take_reports()
+                .await
+                .into_iter()
+                .filter(|r| r.switch == 1)
+                .map(|r| r.flow),
+        );
+        if !flows.is_empty() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    let flows: Vec<FlowId> = flows.into_iter().collect();
+    assert!(!flows.is_empty(), "HH digests arrived");
+    assert!(first.apply(&lab.monitor(&flows)).await.is_empty());
+    assert!(first.set_epoch(1).await.iter().all(|(_, r)| r.is_ok()));
+    lab.run(Duration::from_millis(30)).await;
+    let installed = |lab: &tofino_lab::Lab| -> Vec<Vec<canary_core::fabric::RuleOp>> {
+        let mut plane = lab.plane.lock().unwrap();
+        (0..2).map(|s| plane.switch_mut(s).installed()).collect()
+    };
+    let before = installed(&lab);
+    drop(first);
+
+    for s in &lab.switches {
+        s.take_wire();
+    }
+    let mut second = lab.fabric();
+    second.connect(Duration::from_secs(10)).await.unwrap();
+    let writes: u64 = lab.switches.iter().map(|s| s.take_wire().writes).sum();
+    assert_eq!(writes, 0, "connecting wrote to the switches");
+    assert_eq!(installed(&lab), before, "the rules changed");
+    let resumed = second.take_resumed().expect("the switches were adopted");
+    assert_eq!(resumed.tags, vec![(0, epoch_tag(1)), (1, epoch_tag(1))]);
+    assert!(resumed.fresh.is_empty());
+    let found: BTreeSet<String> = resumed.rules.iter().map(|op| format!("{op:?}")).collect();
+    let want: BTreeSet<String> = before
+        .iter()
+        .enumerate()
+        .flat_map(|(s, ops)| {
+            ops.iter()
+                .map(move |op| format!("{:?}", op.clone().on(s as u32)))
+        })
+        .collect();
+    assert_eq!(found, want);
+    // The adopted rule IDs decode the meters the first controller's rules filled.
+    assert!(second.set_epoch(2).await.iter().all(|(_, r)| r.is_ok()));
+    lab.run(Duration::from_micros(200)).await;
+    let mut counted = 0;
+    for (s, r) in second.harvest(1).await {
+        let snap = r.unwrap_or_else(|e| panic!("switch {s}: {e}"));
+        let (usm, dsm) = lab
+            .plane
+            .lock()
+            .unwrap()
+            .switch_mut(s)
+            .meters_of(epoch_tag(1));
+        assert!(snap.usm == usm && snap.dsm == dsm, "switch {s}");
+        counted += usm.occupied() + dsm.occupied();
+    }
+    assert!(counted > 0, "the epoch counted the monitored flows");
+    assert_eq!(second.counters.repushes, 0);
+    assert_eq!(lab.violations(), Vec::<String>::new());
+}

@@ -12,7 +12,7 @@
 //!   entry listing those nodes.
 
 use super::p4runtime::{bytes, ValueError};
-use crate::contract::{ContractError, Field, Program, Register};
+use crate::contract::{ContractError, Field, Program, Register, Table};
 use crate::entries::{Change, Entry, Key, McGroup, Write};
 use crate::meters::{Cell, MeterCells, RowCells};
 use bfrt_proto::bfrt::{
@@ -209,6 +209,82 @@ pub fn table_entry(prog: &Program, e: &Entry) -> Result<TableEntry, ValueError> 
         }),
         is_default_entry: e.default,
         ..Default::default()
+    })
+}
+
+/// The entry a switch returned for table `table` (the inverse of [`table_entry`]): keys and
+/// parameters in the contract's order, by field id. Errors name the table and the field.
+pub fn entry_of(prog: &Program, table: Table, te: &TableEntry) -> Result<Entry, String> {
+    let t = prog.table(table);
+    if te.table_id != t.id {
+        return Err(format!(
+            "{}: entry of table id {} read back",
+            t.name, te.table_id
+        ));
+    }
+    let fits = |b: &[u8], bits: u32| be(b).filter(|v| bits >= 128 || v >> bits == 0);
+    let mut keys = Vec::with_capacity(t.keys.len());
+    if !te.is_default_entry {
+        let Some(table_entry::Value::Key(k)) = &te.value else {
+            return Err(format!("{}: an entry without a key", t.name));
+        };
+        for (i, f) in t.keys.iter().enumerate() {
+            let kf = k
+                .fields
+                .iter()
+                .find(|x| x.field_id == f.id)
+                .ok_or_else(|| format!("{}: key field {i} (id {}) missing", t.name, f.id))?;
+            let bad = || format!("{}: key field {i} does not fit {} bits", t.name, f.bits);
+            keys.push(match &kf.match_type {
+                Some(key_field::MatchType::Exact(x)) => {
+                    Key::Exact(fits(&x.value, f.bits).ok_or_else(bad)?)
+                }
+                Some(key_field::MatchType::Lpm(x)) => Key::Lpm(
+                    fits(&x.value, f.bits).ok_or_else(bad)?,
+                    u32::try_from(x.prefix_len).map_err(|_| bad())?,
+                ),
+                _ => {
+                    return Err(format!(
+                        "{}: key field {i} is neither exact nor LPM",
+                        t.name
+                    ))
+                }
+            });
+        }
+    }
+    let data = te
+        .data
+        .as_ref()
+        .ok_or_else(|| format!("{}: the entry has no data", t.name))?;
+    if data.action_id != t.action_id {
+        return Err(format!(
+            "{}: action id {} is not Canary's",
+            t.name, data.action_id
+        ));
+    }
+    let mut args = Vec::with_capacity(t.params.len());
+    for (i, f) in t.params.iter().enumerate() {
+        let v = data
+            .fields
+            .iter()
+            .find(|x| x.field_id == f.id)
+            .and_then(|x| match &x.value {
+                Some(data_field::Value::Stream(b)) => fits(b, f.bits),
+                _ => None,
+            })
+            .ok_or_else(|| {
+                format!(
+                    "{}: parameter {i} (id {}) missing or too wide",
+                    t.name, f.id
+                )
+            })?;
+        args.push(v);
+    }
+    Ok(Entry {
+        table,
+        keys,
+        args,
+        default: te.is_default_entry,
     })
 }
 

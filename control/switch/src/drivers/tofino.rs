@@ -21,7 +21,7 @@
 
 use super::bfruntime::{self, PreTables};
 use crate::contract::{Program, Table};
-use crate::driver::{Attach, Digests, DriverError, SwitchDriver};
+use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells};
 use crate::switches::BoundSwitch;
@@ -381,8 +381,9 @@ impl TofinoDriver {
         Ok(out)
     }
 
-    /// Whether `switch_config` holds this switch's configuration (Canary's state survived).
-    async fn holds_config(&mut self) -> Result<bool, DriverError> {
+    /// `switch_config`'s default entry arguments in the contract's order; empty when it is
+    /// back at the program's default.
+    async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
         let t = self.prog()?.table(Table::SwitchConfig).clone();
         let req = ReadRequest {
             target: Some(self.target()),
@@ -435,6 +436,12 @@ impl TofinoDriver {
                 }
             }
         }
+        Ok(args)
+    }
+
+    /// Whether `switch_config` holds this switch's configuration (Canary's state survived).
+    async fn holds_config(&mut self) -> Result<bool, DriverError> {
+        let args = self.read_config().await?;
         Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
     }
 }
@@ -518,6 +525,24 @@ impl SwitchDriver for TofinoDriver {
 
     fn program(&self) -> Option<&Program> {
         self.program.as_ref()
+    }
+
+    async fn read_installed(&mut self) -> Result<Installed, DriverError> {
+        let prog = self.prog()?.clone();
+        let config = self.read_config().await?;
+        let tables = [Table::Usm, Table::Dsm, Table::Hh];
+        let ids: Vec<u32> = tables.iter().map(|&t| prog.table(t).id).collect();
+        let mut read = self.read_tables(&ids).await?;
+        let mut rules = Vec::new();
+        for (t, id) in tables.into_iter().zip(ids) {
+            for te in read.remove(&id).unwrap_or_default() {
+                let rule = bfruntime::entry_of(&prog, t, &te)
+                    .and_then(|e| crate::entries::read_rule(&e))
+                    .map_err(|e| DriverError::Program(format!("{}: {e}", self.bound.name)))?;
+                rules.push(rule);
+            }
+        }
+        Ok(Installed { rules, config })
     }
 
     async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
