@@ -355,6 +355,7 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
 ) -> Result<Ended> {
     if let Err(e) = fabric.connect(opts.connect_patience).await {
         if let Some(why) = fabric.demoted() {
+            sink.metrics.set_primary(false);
             return Ok(Ended::Demoted(why.to_string()));
         }
         return Err(e);
@@ -373,8 +374,10 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
         prep.codec,
         controller_config(opts),
     );
+    sink.metrics.set_primary(true);
     let last = sink.last_epoch()?;
     for missed in ctl.start_after(&mut fabric, last).await {
+        sink.metrics.observe_incomplete();
         sink.emit(missed, opts.quiet)?;
     }
     let first = sink.epochs.len();
@@ -391,6 +394,7 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
         };
         if let Some(why) = fabric.demoted() {
             // Its epoch is the new primary's to report.
+            sink.metrics.set_primary(false);
             return Ok(Ended::Demoted(why.to_string()));
         }
         sink.metrics

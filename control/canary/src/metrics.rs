@@ -50,6 +50,9 @@ pub struct Metrics {
     digests_dropped: Counter,
     disturbed: Family<SwitchLabel, Counter>,
     flows_monitored: Gauge,
+    primary: Gauge,
+    takeovers: Counter,
+    epochs_incomplete: Counter,
 }
 
 impl Default for Metrics {
@@ -73,6 +76,9 @@ impl Metrics {
             digests_dropped: Counter::default(),
             disturbed: Family::default(),
             flows_monitored: Gauge::default(),
+            primary: Gauge::default(),
+            takeovers: Counter::default(),
+            epochs_incomplete: Counter::default(),
         };
         r.register(
             "link_loss_estimate",
@@ -120,13 +126,44 @@ impl Metrics {
             "Flows with meter rules installed",
             m.flows_monitored.clone(),
         );
+        r.register(
+            "controller_primary",
+            "1 while this controller is the primary writing to the switches, 0 while it stands by",
+            m.primary.clone(),
+        );
+        r.register(
+            "controller_takeovers",
+            "Times this controller became primary (its start included)",
+            m.takeovers.clone(),
+        );
+        r.register(
+            "epochs_incomplete",
+            "Epochs reported incomplete: nobody harvested them, or they began under another controller",
+            m.epochs_incomplete.clone(),
+        );
         *m.registry.lock().expect("not poisoned") = r;
         m
+    }
+
+    /// This controller became primary (`true`) or stands by.
+    pub fn set_primary(&self, primary: bool) {
+        if primary {
+            self.takeovers.inc();
+        }
+        self.primary.set(i64::from(primary));
+    }
+
+    /// An epoch reported without counts (`EpochReport::incomplete`).
+    pub fn observe_incomplete(&self) {
+        self.epochs_incomplete.inc();
     }
 
     /// Records one finished epoch. `digests_dropped` is the run's total so far.
     pub fn observe(&self, ctl: &Controller, r: &EpochReport, digests_dropped: u64) {
         self.epochs.inc();
+        if r.incomplete.is_some() {
+            self.epochs_incomplete.inc();
+        }
         self.link_loss.clear();
         for b in &r.blamed {
             self.link_loss

@@ -13,7 +13,7 @@ use canary::setup::load_topology;
 use canary_switch::contract::{Program, Table};
 use canary_switch::entries::{read_rule, ReadRule};
 use canary_switch::p4info::P4InfoIndex;
-use fabric_lab::{wait_child, FabricLab};
+use fabric_lab::{http_get_in_ns, wait_child, FabricLab};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
 use std::collections::BTreeSet;
@@ -268,7 +268,7 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
         lab.output_of("primary")
     );
     let mut args = run_args(&topo, &report_s, "5");
-    args.extend(["--epochs", "8"]);
+    args.extend(["--epochs", "8", "--metrics", "127.0.0.1:9471"]);
     let mut standby = lab.daemon_named("standby", &args);
     assert!(
         wait_for(Duration::from_secs(20), || lab
@@ -276,6 +276,18 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
             .contains("standing by")),
         "{}",
         lab.output_of("standby")
+    );
+    let metric = |name: &str| {
+        let text = http_get_in_ns(&lab.fab, "127.0.0.1:9471", "/metrics").unwrap_or_default();
+        text.lines()
+            .find(|l| l.starts_with(name))
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|v| v.parse::<f64>().ok())
+    };
+    assert_eq!(
+        metric("canary_controller_primary "),
+        Some(0.0),
+        "standing by"
     );
     // The primary goes on while the standby watches.
     let n = report_lines(&report).len();
@@ -302,6 +314,13 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
     );
     let takeover = killed.elapsed();
     eprintln!("the standby's first epoch report {takeover:?} after the primary's death");
+    assert_eq!(
+        metric("canary_controller_primary "),
+        Some(1.0),
+        "primary now"
+    );
+    assert_eq!(metric("canary_controller_takeovers_total "), Some(1.0));
+    assert!(metric("canary_epochs_incomplete_total ").is_some_and(|n| n >= 1.0));
 
     // The old primary comes back with its higher id: it must stand by, not take over.
     let mut back = lab.daemon_named("back", &run_args(&topo, &report_s, "10"));
