@@ -158,6 +158,7 @@ pub async fn run(
             eprintln!("metrics: http://{bound}/metrics");
         }
     }
+    metrics.set_epoch_length(opts.epoch);
     tokio::pin!(shutdown);
     let mut sink = Sink {
         report: report.as_mut(),

@@ -53,6 +53,16 @@ pub struct Metrics {
     primary: Gauge,
     takeovers: Counter,
     epochs_incomplete: Counter,
+    link_streak: Family<LinkLabel, Gauge>,
+    switch_up: Family<SwitchLabel, Gauge>,
+    epoch_seconds: FGauge,
+    rules_refused: Family<TableLabel, Counter>,
+}
+
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct TableLabel {
+    pub switch: String,
+    pub table: String,
 }
 
 impl Default for Metrics {
@@ -79,6 +89,10 @@ impl Metrics {
             primary: Gauge::default(),
             takeovers: Counter::default(),
             epochs_incomplete: Counter::default(),
+            link_streak: Family::default(),
+            switch_up: Family::default(),
+            epoch_seconds: FGauge::default(),
+            rules_refused: Family::default(),
         };
         r.register(
             "link_loss_estimate",
@@ -141,8 +155,33 @@ impl Metrics {
             "Epochs reported incomplete: nobody harvested them, or they began under another controller",
             m.epochs_incomplete.clone(),
         );
+        r.register(
+            "link_blamed_epochs",
+            "Consecutive epochs up to the last in which each link was blamed (what alerts wait on)",
+            m.link_streak.clone(),
+        );
+        r.register(
+            "switch_up",
+            "1 if the switch answered the last epoch's flip and harvest, 0 if it did not",
+            m.switch_up.clone(),
+        );
+        r.register(
+            "epoch_length_seconds",
+            "The configured epoch length (phases adding up to more overrun it)",
+            m.epoch_seconds.clone(),
+        );
+        r.register(
+            "rules_refused",
+            "Rules flow selection did without because a switch table was full",
+            m.rules_refused.clone(),
+        );
         *m.registry.lock().expect("not poisoned") = r;
         m
+    }
+
+    /// The configured epoch length.
+    pub fn set_epoch_length(&self, epoch: std::time::Duration) {
+        self.epoch_seconds.set(epoch.as_secs_f64());
     }
 
     /// This controller became primary (`true`) or stands by.
@@ -163,6 +202,45 @@ impl Metrics {
         self.epochs.inc();
         if r.incomplete.is_some() {
             self.epochs_incomplete.inc();
+        }
+        let blamed: Vec<LinkLabel> = r
+            .blamed
+            .iter()
+            .map(|b| LinkLabel {
+                from: b.link[0].clone(),
+                to: b.link[1].clone(),
+            })
+            .collect();
+        let streaks: Vec<(LinkLabel, i64)> = blamed
+            .iter()
+            .map(|l| (l.clone(), self.link_streak.get_or_create(l).get() + 1))
+            .collect();
+        // A link not blamed this epoch starts again from zero (its series goes away).
+        self.link_streak.clear();
+        for (l, n) in streaks {
+            self.link_streak.get_or_create(&l).set(n);
+        }
+        for sw in &ctl.topo.switches {
+            // Monitors that missed the flip or harvest, and any switch whose connection broke.
+            let down = r.unreachable.iter().any(|u| *u == sw.name)
+                || r.disturbed.iter().any(|d| {
+                    d.switch == sw.name
+                        && (d.detail.contains("unreachable") || d.detail.contains("connection"))
+                });
+            let up = !down;
+            self.switch_up
+                .get_or_create(&SwitchLabel {
+                    switch: sw.name.clone(),
+                })
+                .set(i64::from(up));
+        }
+        for t in &r.tables_full {
+            self.rules_refused
+                .get_or_create(&TableLabel {
+                    switch: t.switch.clone(),
+                    table: t.table.clone(),
+                })
+                .inc_by(u64::from(t.refused));
         }
         self.link_loss.clear();
         for b in &r.blamed {

@@ -1,0 +1,158 @@
+//! A real Prometheus (Debian `prometheus`) scraping `canary run --target tofino --metrics` over
+//! twenty BF Runtime model switches with one lossy link, with `deploy/`'s alert rules loaded:
+//! the blamed link's estimated loss is read back through Prometheus's HTTP API, as a Grafana
+//! panel or an alert reads it. Prints `SKIP` and passes where `prometheus` is missing.
+
+mod tofino_fabric;
+
+use canary_testkit::{on_path, repo_root, skip};
+use serde_json::Value;
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+use tofino_fabric::TofinoLab;
+
+/// A port nobody listens on now.
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` from 127.0.0.1:`port`; the body.
+fn get(port: u16, path: &str) -> Option<String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
+/// The samples of an instant query: (labels, value).
+fn query(port: u16, q: &str) -> Vec<(Value, f64)> {
+    let Some(body) = get(port, &format!("/api/v1/query?query={q}")) else {
+        return vec![];
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    v["data"]["result"]
+        .as_array()
+        .map(|r| {
+            r.iter()
+                .filter_map(|s| {
+                    let x = s["value"][1].as_str()?.parse().ok()?;
+                    Some((s["metric"].clone(), x))
+                })
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn prometheus_reads_the_blamed_links_loss_from_canary() {
+    if !on_path("prometheus") {
+        skip("prometheus (Debian `prometheus`)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let lab = TofinoLab::start(dir.path()).await;
+    let switches = dir.path().join("switches.yaml");
+    std::fs::write(&switches, &lab.switches_yaml).unwrap();
+    let (metrics, web) = (free_port(), free_port());
+    let canary = Killed(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args([
+                "run",
+                "--target",
+                "tofino",
+                "--topology",
+                "fattree:4",
+                "--quiet",
+            ])
+            .arg("--switches")
+            .arg(&switches)
+            .args(["--epochs", "30", "--epoch-ms", "1000", "--drain-ms", "20"])
+            .args(["--alpha", "300", "--beta", "20"])
+            .args(["--metrics", &format!("127.0.0.1:{metrics}")])
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap(),
+    );
+    let rules = repo_root().join("deploy/prometheus/canary-alerts.yml");
+    let config = dir.path().join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
+             scrape_configs:\n  - job_name: canary\n    static_configs:\n      - targets: [\"127.0.0.1:{metrics}\"]\n",
+            rules.display()
+        ),
+    )
+    .unwrap();
+    let _prometheus = Killed(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.path().join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+
+    // Once the selected flows cover the fabric, the lossy link is blamed every epoch.
+    let t0 = Instant::now();
+    let blamed = loop {
+        let got = query(web, "canary_link_loss_estimate");
+        let link = got
+            .iter()
+            .find(|(m, _)| m["from"] == "edge1_0" && m["to"] == "agg1_1")
+            .cloned();
+        if let Some(l) = link {
+            break l;
+        }
+        assert!(
+            t0.elapsed() < Duration::from_secs(40),
+            "Prometheus never saw a blamed link: {got:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    };
+    let (labels, loss) = blamed;
+    assert_eq!(labels["job"], "canary");
+    assert!(
+        (0.05..0.2).contains(&loss),
+        "estimated loss {loss} of a 10 % link"
+    );
+    let up = query(web, "up");
+    assert!(
+        up.iter().any(|(m, v)| m["job"] == "canary" && *v == 1.0),
+        "{up:?}"
+    );
+    let primary = query(web, "canary_controller_primary");
+    assert_eq!(primary.first().map(|p| p.1), Some(1.0), "{primary:?}");
+    let rules_loaded = get(web, "/api/v1/rules").unwrap_or_default();
+    assert!(rules_loaded.contains("CanaryLinkLossy"), "{rules_loaded}");
+    eprintln!(
+        "Prometheus read edge1_0 -> agg1_1 at {:.3} after {:.1} s",
+        loss,
+        t0.elapsed().as_secs_f64()
+    );
+    drop(canary);
+    assert_eq!(lab.violations(), Vec::<String>::new());
+}
