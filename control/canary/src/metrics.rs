@@ -222,7 +222,7 @@ impl Metrics {
         }
         for sw in &ctl.topo.switches {
             // Monitors that missed the flip or harvest, and any switch whose connection broke.
-            let down = r.unreachable.iter().any(|u| *u == sw.name)
+            let down = r.unreachable.contains(&sw.name)
                 || r.disturbed.iter().any(|d| {
                     d.switch == sw.name
                         && (d.detail.contains("unreachable") || d.detail.contains("connection"))
