@@ -57,6 +57,8 @@ pub struct RunOptions {
     /// Injected faults, to score the run against (testbeds).
     pub faults: Option<String>,
     pub metrics: Option<String>,
+    /// Serve the live page here.
+    pub http: Option<String>,
     pub selection: SelectionParams,
     pub groups: usize,
     pub floor: f64,
@@ -159,10 +161,22 @@ pub async fn run(
         }
     }
     metrics.set_epoch_length(opts.epoch);
+    let page = match &opts.http {
+        Some(addr) => {
+            let page = crate::page::Page::new(&prep.topo);
+            let bound = crate::page::serve(addr, page.clone()).await?;
+            if !opts.quiet {
+                eprintln!("the page: http://{bound}/");
+            }
+            Some(page)
+        }
+        None => None,
+    };
     tokio::pin!(shutdown);
     let mut sink = Sink {
         report: report.as_mut(),
         metrics,
+        page,
         on_epoch,
         epochs: Vec::new(),
     };
@@ -284,6 +298,7 @@ pub async fn run(
 struct Sink<'a, F> {
     report: Option<&'a mut ReportFile>,
     metrics: Arc<Metrics>,
+    page: Option<crate::page::Page>,
     on_epoch: F,
     epochs: Vec<EpochReport>,
 }
@@ -300,6 +315,9 @@ impl<F: FnMut(&EpochReport)> Sink<'_, F> {
     fn emit(&mut self, r: EpochReport, quiet: bool) -> Result<()> {
         if let Some(f) = self.report.as_mut() {
             f.append(&r)?;
+        }
+        if let Some(p) = &self.page {
+            p.push(&r);
         }
         (self.on_epoch)(&r);
         if !quiet {

@@ -122,6 +122,53 @@ fn pct(x: f64) -> String {
     }
 }
 
+/// Where each switch goes: rows by layer, the top layer at the top, room for hosts below.
+#[derive(Clone, Debug)]
+pub struct Layout {
+    pub width: f64,
+    pub height: f64,
+    /// Per switch, its centre.
+    pub pos: Vec<(f64, f64)>,
+    /// Switches by layer, bottom first.
+    pub rows: Vec<Vec<SwitchIx>>,
+}
+
+pub fn layout(topo: &Topology) -> Layout {
+    layout_with(topo, true)
+}
+
+/// The layout, with room under the bottom row for the hosts' names (`canary draw`) or not
+/// (the live page, which draws no hosts).
+pub fn layout_with(topo: &Topology, host_room: bool) -> Layout {
+    let top = topo.top_layer();
+    let mut rows: Vec<Vec<SwitchIx>> = vec![Vec::new(); top as usize + 1];
+    for (i, s) in topo.switches.iter().enumerate() {
+        rows[s.layer as usize].push(i as SwitchIx);
+    }
+    let hosts_per_edge = if host_room {
+        topo.hosts.len().max(1) as f64 / rows[0].len().max(1) as f64
+    } else {
+        0.0
+    };
+    let widest = rows.iter().map(|r| r.len()).max().unwrap_or(1) as f64;
+    let width = (widest * W_SLOT).max(rows[0].len() as f64 * hosts_per_edge * 28.0) + 2.0 * SIDE;
+    let height = TOP + (top as f64 + 1.0) * ROW + if host_room { 90.0 } else { 0.0 };
+    let mut pos = vec![(0.0, 0.0); topo.switches.len()];
+    for (layer, row) in rows.iter().enumerate() {
+        let y = TOP + (top as usize - layer) as f64 * ROW + 30.0;
+        let slot = (width - 2.0 * SIDE) / row.len().max(1) as f64;
+        for (j, &s) in row.iter().enumerate() {
+            pos[s as usize] = (SIDE + slot * (j as f64 + 0.5), y);
+        }
+    }
+    Layout {
+        width,
+        height,
+        pos,
+        rows,
+    }
+}
+
 /// The SVG text. Names in `marks` that the topology does not have are an error.
 pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
     for (a, b) in marks.keys() {
@@ -131,23 +178,9 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
             topo.name
         );
     }
-    let top = topo.top_layer();
-    let mut rows: Vec<Vec<SwitchIx>> = vec![Vec::new(); top as usize + 1];
-    for (i, s) in topo.switches.iter().enumerate() {
-        rows[s.layer as usize].push(i as SwitchIx);
-    }
-    let hosts_per_edge = topo.hosts.len().max(1) as f64 / rows[0].len().max(1) as f64;
-    let widest = rows.iter().map(|r| r.len()).max().unwrap_or(1) as f64;
-    let width = (widest * W_SLOT).max(rows[0].len() as f64 * hosts_per_edge * 28.0) + 2.0 * SIDE;
-    let height = TOP + (top as f64 + 1.0) * ROW + 90.0;
-    let mut pos = vec![(0.0, 0.0); topo.switches.len()];
-    for (layer, row) in rows.iter().enumerate() {
-        let y = TOP + (top as usize - layer) as f64 * ROW + 30.0;
-        let slot = (width - 2.0 * SIDE) / row.len().max(1) as f64;
-        for (j, &s) in row.iter().enumerate() {
-            pos[s as usize] = (SIDE + slot * (j as f64 + 0.5), y);
-        }
-    }
+    let Layout {
+        width, height, pos, ..
+    } = layout(topo);
     let mut svg = String::new();
     let _ = write!(
         svg,

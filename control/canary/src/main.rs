@@ -47,6 +47,8 @@ enum Command {
     },
     /// Draw a fabric as SVG with a run's injected faults and blamed links marked.
     Draw(canary::draw::DrawArgs),
+    /// Serve the live page for a finished run's JSON.
+    View(canary::view::ViewArgs),
     /// Send heavy-tailed UDP traffic from one testbed host and count what it receives.
     Traffic(canary::traffic_gen::TrafficArgs),
     /// Serve P4Runtime with roles in front of a switch whose own server has none (BMv2), so
@@ -155,6 +157,14 @@ struct SimulateArgs {
     /// Write the whole run as JSON.
     #[arg(long)]
     json: Option<String>,
+    /// Serve the live page at ADDR (e.g. 127.0.0.1:8080) while the run goes, and after it
+    /// until Ctrl-C.
+    #[arg(long)]
+    serve: Option<String>,
+    /// With --serve: wait this long after each epoch so the page can be followed (default: the
+    /// epoch length).
+    #[arg(long)]
+    pace_ms: Option<u64>,
     /// Print only the summary.
     #[arg(long, short)]
     quiet: bool,
@@ -300,6 +310,7 @@ fn main() -> Result<()> {
         Some(Command::Audit(a)) => audit_cmd(a),
         Some(Command::Overhead(a)) => overhead_cmd(a),
         Some(Command::Draw(a)) => canary::draw::main(&a),
+        Some(Command::View(a)) => canary::view::main(&a),
         Some(Command::Traffic(a)) => canary::traffic_gen::main(&a),
         Some(Command::RoleGateway(a)) => role_gateway(a),
         Some(Command::Topology { spec, monitors }) => {
@@ -357,7 +368,16 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
     );
     let quiet = a.quiet;
     let out = std::io::stdout();
+    let served = match &a.serve {
+        Some(addr) => Some(canary::view::Served::start(&opts.topology, addr)?),
+        None => None,
+    };
+    let pace = Duration::from_millis(a.pace_ms.unwrap_or(a.epoch_ms));
     let result = simulate::run(&opts, |r| {
+        if let Some(s) = &served {
+            s.page.push(r);
+            std::thread::sleep(pace);
+        }
         bar.inc(1);
         if !quiet {
             bar.suspend(|| {
@@ -370,6 +390,9 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
     if let Some(path) = a.json {
         let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
+    }
+    if let Some(s) = served {
+        s.until_shutdown();
     }
     Ok(())
 }
@@ -408,6 +431,9 @@ struct RunArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464.
     #[arg(long)]
     metrics: Option<String>,
+    /// Serve the live fabric page at http://ADDR/, e.g. 127.0.0.1:8080.
+    #[arg(long)]
+    http: Option<String>,
     #[arg(long, default_value_t = 1000)]
     alpha: u64,
     #[arg(long, default_value_t = 20)]
@@ -469,6 +495,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         json: a.json,
         faults: a.faults,
         metrics: a.metrics,
+        http: a.http,
         selection: SelectionParams {
             alpha: a.alpha,
             beta: a.beta,

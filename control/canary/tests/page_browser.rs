@@ -1,0 +1,223 @@
+//! The live page in a real browser: headless Chromium (Debian `chromium`, driven over WebDriver
+//! by `chromedriver` from Debian `chromium-driver`) on `canary simulate --serve` with one lossy
+//! link. The page loads; the fault appears on the right link after the epochs that find it; the
+//! page follows the next epochs without reloading; clicking the link shows its history.
+//! `CANARY_PAGE_SCREENSHOT=FILE` also saves a screenshot. Prints `SKIP` where Chromium or
+//! chromedriver is missing.
+
+use canary_testkit::{on_path, skip};
+use fantoccini::{ClientBuilder, Locator};
+use std::net::TcpListener;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+async fn eventually<T>(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> Option<T>) -> T {
+    let t0 = Instant::now();
+    loop {
+        if let Some(x) = f().await {
+            return x;
+        }
+        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
+    if !on_path("chromium") || !on_path("chromedriver") {
+        skip("chromium and chromedriver (Debian `chromium`, `chromium-driver`)");
+        return;
+    }
+    let topology =
+        std::env::var("CANARY_PAGE_TOPOLOGY").unwrap_or_else(|_| "fattree:4".to_string());
+    let dir = tempfile::tempdir().unwrap();
+    let faults = dir.path().join("faults.yaml");
+    std::fs::write(
+        &faults,
+        "faults:\n  - {link: [edge1_0, agg1_1], loss: 0.1}\n  - {link: [agg0_0, core0], loss: 0.03}\n",
+    )
+    .unwrap();
+    let (page, driver) = (free_port(), free_port());
+    let _canary = Killed(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args(["simulate", "--topology", &topology, "--epochs", "40", "-q"])
+            .arg("--faults")
+            .arg(&faults)
+            .args(["--serve", &format!("127.0.0.1:{page}"), "--pace-ms", "600"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .unwrap(),
+    );
+    let _driver = Killed(
+        Command::new("chromedriver")
+            .arg(format!("--port={driver}"))
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    let mut caps = serde_json::Map::new();
+    caps.insert(
+        "goog:chromeOptions".into(),
+        serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
+            "--disable-dev-shm-usage", "--window-size=1600,1000"]}),
+    );
+    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
+    let c = eventually(
+        "chromedriver answers",
+        Duration::from_secs(20),
+        async || {
+            ClientBuilder::new(connector.clone())
+                .capabilities(caps.clone())
+                .connect(&format!("http://127.0.0.1:{driver}"))
+                .await
+                .ok()
+        },
+    )
+    .await;
+    let url = format!("http://127.0.0.1:{page}/");
+    eventually("the page is served", Duration::from_secs(60), async || {
+        c.goto(&url).await.ok()
+    })
+    .await;
+    eventually("the fabric drawn", Duration::from_secs(60), async || {
+        let name = c
+            .find(Locator::Id("fabric-name"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?;
+        (!name.is_empty()).then_some(())
+    })
+    .await;
+    assert_eq!(c.title().await.unwrap(), "Canary");
+
+    // The fault shows on its own link once the epochs that find it are in.
+    let link = eventually(
+        "edge1_0→agg1_1 blamed",
+        Duration::from_secs(40),
+        async || {
+            let l = c.find(Locator::Css("#link-edge1_0-agg1_1")).await.ok()?;
+            (l.attr("data-blamed").await.ok()?? == "1").then_some(l)
+        },
+    )
+    .await;
+    let stroke = link.attr("stroke").await.unwrap().unwrap();
+    assert_eq!(stroke, "#b80000", "a 10 % link in the ≥ 5 % colour");
+    let label = c
+        .find(Locator::Css(".blame-label"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(label.contains('%') && label.contains("stage"), "{label}");
+    let blamed: Vec<String> = {
+        let mut v = Vec::new();
+        for e in c
+            .find_all(Locator::Css(".link[data-blamed='1']"))
+            .await
+            .unwrap()
+        {
+            v.push(e.attr("id").await.unwrap().unwrap());
+        }
+        v
+    };
+    assert!(
+        blamed
+            .iter()
+            .all(|b| b == "link-edge1_0-agg1_1" || b == "link-agg0_0-core0"),
+        "only injected links blamed: {blamed:?}"
+    );
+
+    // The next epoch arrives without a reload.
+    let epoch_no = async || -> Option<u64> {
+        c.find(Locator::Id("epoch-no"))
+            .await
+            .ok()?
+            .text()
+            .await
+            .ok()?
+            .parse()
+            .ok()
+    };
+    let before = epoch_no().await.unwrap();
+    let after = eventually(
+        "the next epoch shown",
+        Duration::from_secs(10),
+        async || epoch_no().await.filter(|&n| n > before),
+    )
+    .await;
+    assert!(after > before);
+    let loads = c
+        .execute("return sessionStorage.canaryLoads;", vec![])
+        .await
+        .unwrap();
+    assert_eq!(loads, serde_json::json!("1"), "the page was reloaded");
+
+    if std::env::var_os("CANARY_PAGE_SCREENSHOT").is_some() {
+        // A picture with some history in it.
+        eventually("epoch 12", Duration::from_secs(120), async || {
+            epoch_no().await.filter(|&n| n >= 12)
+        })
+        .await;
+    }
+    // Clicking the link shows its history and the segments that implicate it.
+    link.click().await.unwrap();
+    let name = c
+        .find(Locator::Id("link-name"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert_eq!(name, "edge1_0→agg1_1");
+    let points = c
+        .find_all(Locator::Css("#history .history-point"))
+        .await
+        .unwrap();
+    assert!(!points.is_empty(), "the link's blamed epochs are plotted");
+    let now = c
+        .find(Locator::Id("link-now"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(now.contains("blamed now"), "{now}");
+    let segs = c
+        .find(Locator::Id("link-segments"))
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        segs.contains("edge1_0→agg1_1"),
+        "segments over the link: {segs}"
+    );
+    if let Ok(path) = std::env::var("CANARY_PAGE_SCREENSHOT") {
+        std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
+        eprintln!("screenshot: {path}");
+    }
+    c.close().await.unwrap();
+}
