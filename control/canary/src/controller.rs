@@ -19,6 +19,7 @@ use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Localizer, Verdict};
 use canary_core::model::EPOCH_TAGS;
 use canary_core::pathbf::PathBfCodec;
+use canary_core::score::wilson;
 use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
@@ -339,7 +340,7 @@ impl Controller {
             segments_short: short,
             window_epochs: self.window.len(),
             lossy_segments: self.segment_reports(&obs),
-            blamed: self.link_reports(&verdict),
+            blamed: self.link_reports(&verdict, &obs),
             selection: diff(self.selector.stats, before),
             hh_rules: self.selector.hh_rules(),
             rules,
@@ -452,15 +453,24 @@ impl Controller {
             .collect()
     }
 
-    pub fn link_reports(&self, v: &Verdict) -> Vec<LinkReport> {
+    /// The blamed links of `v`, with the 95 % interval of each estimate from the packets `obs`
+    /// counted on the segments through the link.
+    pub fn link_reports(&self, v: &Verdict, obs: &Observations) -> Vec<LinkReport> {
         v.blamed
             .iter()
             .map(|b| {
                 let [a, c] = self.topo.link_names(b.link);
+                let sent: u64 = obs
+                    .segments
+                    .iter()
+                    .filter(|s| s.links.contains(&b.link))
+                    .map(|s| s.sent)
+                    .sum();
                 LinkReport {
                     link: [a.to_string(), c.to_string()],
                     loss: b.loss,
                     stage: Some(b.stage),
+                    ci95: Some(wilson(b.loss, sent, 1.96)),
                 }
             })
             .collect()

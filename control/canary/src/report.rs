@@ -122,6 +122,10 @@ pub struct LinkReport {
     pub loss: f64,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stage: Option<usize>,
+    /// 95 % interval of the estimate: the Wilson interval with the packets counted on the
+    /// segments through the link as trials (sampling uncertainty, not model error).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ci95: Option<[f64; 2]>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -275,9 +279,13 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
                 .stage
                 .map(|x| format!("  stage {}", x + 1))
                 .unwrap_or_default();
+            let ci = b
+                .ci95
+                .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "    {:<24} loss {:>7.4}{stage}",
+                "    {:<24} loss {:>7.4}{ci}{stage}",
                 format!("{}→{}", b.link[0], b.link[1]),
                 b.loss
             );

@@ -196,6 +196,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
             link: [a.into(), b.into()],
             loss,
             stage: None,
+            ci95: None,
         }
     };
     let missed = faults
@@ -211,7 +212,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
         .collect();
     Summary {
         epochs,
-        blamed: ctl.link_reports(&verdict),
+        blamed: ctl.link_reports(&verdict, &obs),
         precision: score.precision,
         recall: score.recall,
         f1: score.f1,

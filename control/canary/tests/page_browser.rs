@@ -203,7 +203,7 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         .text()
         .await
         .unwrap();
-    assert!(now.contains("blamed now"), "{now}");
+    assert!(now.contains("blamed now") && now.contains("95 %"), "{now}");
     let segs = c
         .find(Locator::Id("link-segments"))
         .await

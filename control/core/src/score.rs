@@ -76,3 +76,40 @@ mod tests {
         assert_eq!(Score::of(&[], &[], 10).f1, 1.0);
     }
 }
+
+/// The Wilson score interval of a proportion `p` observed over `n` trials, at `z` standard
+/// deviations (1.96: 95 %). Unlike `p ± z·sqrt(p(1−p)/n)` it stays inside [0, 1] and is not
+/// zero-width at p = 0 or 1, which matters for losses of a few packets.
+pub fn wilson(p: f64, n: u64, z: f64) -> [f64; 2] {
+    if n == 0 {
+        return [0.0, 1.0];
+    }
+    let p = p.clamp(0.0, 1.0);
+    let n = n as f64;
+    let z2 = z * z;
+    let centre = (p + z2 / (2.0 * n)) / (1.0 + z2 / n);
+    let half = z / (1.0 + z2 / n) * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    [(centre - half).max(0.0), (centre + half).min(1.0)]
+}
+
+#[cfg(test)]
+mod wilson_tests {
+    use super::wilson;
+
+    #[test]
+    fn wilson_intervals_match_the_textbook_and_stay_in_range() {
+        // 10 lost of 100: [0.0552, 0.1744] (Wilson 1927; Newcombe 1998, table I method 3).
+        let [lo, hi] = wilson(0.1, 100, 1.96);
+        assert!(
+            (lo - 0.0552).abs() < 5e-4 && (hi - 0.1744).abs() < 5e-4,
+            "{lo} {hi}"
+        );
+        // Nothing lost of 20 still leaves room for some loss.
+        let [lo, hi] = wilson(0.0, 20, 1.96);
+        assert!(lo == 0.0 && (hi - 0.1611).abs() < 5e-4, "{hi}");
+        // More packets, a narrower band.
+        let narrow = wilson(0.1, 10_000, 1.96);
+        assert!(narrow[1] - narrow[0] < 0.013);
+        assert_eq!(wilson(0.3, 0, 1.96), [0.0, 1.0]);
+    }
+}
