@@ -70,7 +70,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
     let lab = TofinoLab::start(dir.path()).await;
     let switches = dir.path().join("switches.yaml");
     std::fs::write(&switches, &lab.switches_yaml).unwrap();
-    let (metrics, web) = (free_port(), free_port());
+    let (metrics, web, http) = (free_port(), free_port(), free_port());
     let canary = Killed(
         Command::new(env!("CARGO_BIN_EXE_canary"))
             .args([
@@ -86,6 +86,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
             .args(["--epochs", "30", "--epoch-ms", "1000", "--drain-ms", "20"])
             .args(["--alpha", "300", "--beta", "20"])
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
+            .args(["--http", &format!("127.0.0.1:{http}")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()
@@ -153,6 +154,18 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
         loss,
         t0.elapsed().as_secs_f64()
     );
+    // The daemon's live page has the same epochs, the link blamed in the latest.
+    let epochs: Value = serde_json::from_str(&get(http, "/api/epochs").unwrap()).unwrap();
+    let latest = epochs.as_array().unwrap().last().unwrap();
+    assert!(
+        latest["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["link"][0] == "edge1_0" && b["link"][1] == "agg1_1"),
+        "{latest}"
+    );
+    assert!(get(http, "/").unwrap().contains("<title>Canary</title>"));
     drop(canary);
     assert_eq!(lab.violations(), Vec::<String>::new());
 }

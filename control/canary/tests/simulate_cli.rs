@@ -226,3 +226,65 @@ fn topology_files_in_the_repository_are_valid() {
         );
     }
 }
+
+/// `canary view RUN.json` serves the page of a finished run: every epoch of the run's JSON.
+#[test]
+fn view_serves_a_finished_runs_epochs() {
+    let dir = tempfile::tempdir().unwrap();
+    let json = dir.path().join("run.json");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(["simulate", "--epochs", "3", "-q", "--json"])
+        .arg(&json)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut view = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
+        .arg("view")
+        .arg(&json)
+        .args(["--serve", &format!("127.0.0.1:{port}")])
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .unwrap();
+    let get = |path: &str| -> Option<String> {
+        use std::io::{Read, Write};
+        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+        write!(s, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
+        let mut t = String::new();
+        s.read_to_string(&mut t).ok()?;
+        t.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+    };
+    let mut body = None;
+    for _ in 0..100 {
+        body = get("/api/epochs");
+        if body.is_some() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let _ = view.kill();
+    let _ = view.wait();
+    let epochs: serde_json::Value = serde_json::from_str(&body.expect("the page answers")).unwrap();
+    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    assert_eq!(
+        epochs, run["epochs"],
+        "the page serves the run's epochs as they are"
+    );
+    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(["view", "/nonexistent/run.json"])
+        .output()
+        .unwrap();
+    assert!(!bad.status.success());
+    assert!(
+        String::from_utf8_lossy(&bad.stderr).contains("/nonexistent/run.json"),
+        "the error names the file"
+    );
+}
