@@ -8,13 +8,20 @@
 use canary_testkit::{on_path, skip};
 use fantoccini::{ClientBuilder, Locator};
 use std::net::TcpListener;
+use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
+/// A child killed with its whole process group on drop: chromedriver's Chromium goes with it
+/// even when a failed assertion skips closing the session.
 struct Killed(Child);
 
 impl Drop for Killed {
     fn drop(&mut self) {
+        // SAFETY: signalling a process group we created; no memory is touched.
+        unsafe {
+            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
+        }
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
@@ -58,6 +65,7 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
     let _canary = Killed(
         Command::new(env!("CARGO_BIN_EXE_canary"))
             .args(["simulate", "--topology", &topology, "--epochs", "40", "-q"])
+            .process_group(0)
             .arg("--faults")
             .arg(&faults)
             .args(["--serve", &format!("127.0.0.1:{page}"), "--pace-ms", "600"])
@@ -69,6 +77,7 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
     let _driver = Killed(
         Command::new("chromedriver")
             .arg(format!("--port={driver}"))
+            .process_group(0)
             .stdout(Stdio::null())
             .stderr(Stdio::null())
             .spawn()
