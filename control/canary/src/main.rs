@@ -304,9 +304,10 @@ fn main() -> Result<()> {
         Some(Command::RoleGateway(a)) => role_gateway(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
+            // The placement the topology has: the file's own unless --monitors overrides it.
             print!(
                 "{}",
-                canary_core::topo::yaml::to_yaml(&t, monitors.unwrap_or_default())
+                canary_core::topo::yaml::to_yaml(&t, t.monitor_placement())
             );
             Ok(())
         }

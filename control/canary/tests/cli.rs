@@ -1,6 +1,7 @@
-//! Small `canary` subcommands as a user runs them: `audit`, its output and its errors (exit
-//! status and stderr).
+//! Small `canary` subcommands as a user runs them: `audit` and `topology`, their output and their
+//! errors (exit status and stderr).
 
+use canary_testkit::repo_root;
 use std::process::{Command, Output};
 
 fn canary(args: &[&str]) -> Output {
@@ -45,4 +46,48 @@ fn audit_accepts_valid_parameters() {
     assert!(out.status.success(), "{}", stderr(&out));
     let text = String::from_utf8(out.stdout).unwrap();
     assert!(text.contains("pathBF b=16 m=2"), "{text}");
+}
+
+#[test]
+fn topology_keeps_the_files_monitor_placement() {
+    let line3 = repo_root().join("topologies/line3.yaml");
+    let line3 = line3.to_str().unwrap();
+    let out = canary(&["topology", line3]);
+    assert!(out.status.success(), "{}", stderr(&out));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("monitors: bottom\n"), "{text}");
+    // --monitors still overrides the file.
+    let out = canary(&["topology", line3, "--monitors", "top+bottom"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("monitors: top+bottom\n"), "{text}");
+}
+
+#[test]
+fn topology_of_a_fat_tree_follows_the_monitors_flag() {
+    let out = canary(&["topology", "fattree:4"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("monitors: top+bottom\n"), "{text}");
+    let out = canary(&["topology", "fattree:4", "--monitors", "bottom"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(text.contains("monitors: bottom\n"), "{text}");
+}
+
+#[test]
+fn a_topology_with_duplicate_hosts_is_rejected_by_the_cli() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("dup.yaml");
+    std::fs::write(
+        &file,
+        "name: dup\nswitches:\n  - {name: s1, layer: 0, hosts: [a, b]}\n  \
+         - {name: s2, layer: 0, hosts: [c, a]}\n  - {name: t, layer: 1}\n\
+         links:\n  - [s1, t]\n  - [s2, t]\n",
+    )
+    .unwrap();
+    let out = canary(&["topology", file.to_str().unwrap()]);
+    assert_clean_error(&out);
+    let e = stderr(&out);
+    assert!(
+        e.contains("switches[1].hosts[1]") && e.contains("switches[0].hosts[0]"),
+        "{e}"
+    );
 }
