@@ -247,9 +247,15 @@ fn read_cells(
     let arrays = t
         .register_read_all_many(CXT_ID, &flat)
         .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+    Ok(vec![meter_cells(&arrays, usm_rows)])
+}
+
+/// The meter rows from the register arrays as read, (ID, count) per row, USM rows first. An
+/// unpaired last array is left out (the decoder then finds a row missing).
+pub fn meter_cells(arrays: &[Vec<i64>], usm_rows: usize) -> MeterCells {
     let as_u64 = |v: &Vec<i64>| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
     let mut cells = MeterCells::default();
-    for (i, pair) in arrays.chunks(2).enumerate() {
+    for (i, pair) in arrays.chunks_exact(2).enumerate() {
         // The ID register first (see `meters`): it is first in each pair of names.
         let row = RowCells::from_bmv2(&as_u64(&pair[0]), &as_u64(&pair[1]));
         if i < usm_rows {
@@ -258,7 +264,7 @@ fn read_cells(
             cells.dsm.push(row);
         }
     }
-    Ok(vec![cells])
+    cells
 }
 
 impl Bmv2Driver {
@@ -273,20 +279,17 @@ impl Bmv2Driver {
             })),
         };
         let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        match got.first().and_then(|e| e.entity.as_ref()) {
-            Some(entity::Entity::CounterEntry(c)) => {
-                Ok(c.data.as_ref().map_or(0, |d| d.packet_count.max(0) as u64))
-            }
-            _ => Err(DriverError::Refused(format!(
+        p4runtime::counter_packets(&got).ok_or_else(|| {
+            DriverError::Refused(format!(
                 "counter {counter_id}[{index}]: no counter entry in the answer"
-            ))),
-        }
+            ))
+        })
     }
 
     /// Whether `switch_config` holds this switch's configuration: after a restart or a new
     /// pipeline its default action reads back as the program's, not Canary's.
     async fn holds_config(&mut self) -> Result<bool, DriverError> {
-        use bfrt_proto::p4rt::{entity, table_action, Entity, TableEntry};
+        use bfrt_proto::p4rt::{entity, Entity, TableEntry};
         let t = self
             .prog
             .program
@@ -300,30 +303,8 @@ impl Bmv2Driver {
             })),
         };
         let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        let Some(entity::Entity::TableEntry(te)) = got.into_iter().next().and_then(|e| e.entity)
-        else {
-            return Ok(false);
-        };
-        let Some(table_action::Type::Action(a)) = te.action.and_then(|a| a.r#type) else {
-            return Ok(false);
-        };
-        if a.action_id != t.action_id {
-            return Ok(false);
-        }
-        let args: Vec<u128> = t
-            .params
-            .iter()
-            .map(|p| {
-                a.params
-                    .iter()
-                    .find(|x| x.param_id == p.id)
-                    .filter(|x| x.value.len() <= 16)
-                    .map_or(0, |x| {
-                        x.value.iter().fold(0u128, |v, &b| v << 8 | u128::from(b))
-                    })
-            })
-            .collect();
-        Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
+        Ok(p4runtime::default_action_args(&t, got)
+            .is_some_and(|args| crate::entries::holds_config(&args, self.monitor, self.mask)))
     }
 
     /// Writes `writes` straight to this switch (tests that program one switch by hand).
@@ -528,12 +509,7 @@ impl SwitchDriver for Bmv2Driver {
             return out;
         };
         for list in c.take_digests() {
-            for d in &list.data {
-                match p4runtime::decode_digest(&prog.program, d) {
-                    Ok(r) => out.reports.push(r),
-                    Err(e) => out.bad.push(e),
-                }
-            }
+            p4runtime::decode_digest_list(&prog.program, &list, &mut out);
         }
         out.dropped_total = c
             .stats
