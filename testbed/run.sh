@@ -4,6 +4,7 @@
 #   testbed/run.sh --topology fattree:4|FILE --faults FILE|none --epochs N --json OUT
 #                  [--epoch-ms 1000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
 #                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS]
+#   testbed/run.sh --clean DIR    kill and delete what the run with --keep-logs DIR recorded
 #
 # --rate: packets/s each host sends (default 100), in --flows concurrent UDP flows (default 8) of
 # Pareto(1.2) sizes of at least --min-packets packets (default 50).
@@ -20,8 +21,9 @@
 # Everything it starts is torn down on exit, on Ctrl-C and on failure: the controller and the
 # fabric are stopped by their recorded PIDs, and if the fabric itself died, its recorded switch,
 # shell and generator PIDs are killed and its recorded interfaces deleted. The last lines say
-# whether anything was left behind. Run as root. Exit status: the controller's, or 1 on a
-# testbed failure, 2 on bad usage or a missing tool, 130 on Ctrl-C.
+# whether anything was left behind, and say so when nothing was recorded to check. Run as root.
+# Exit status: the controller's, or 1 on a testbed failure, 2 on bad usage or a missing tool, 130
+# on Ctrl-C. With --clean: 0 when everything recorded is gone, 1 otherwise or with no records.
 set -euo pipefail
 # The whole script is one block, parsed before it runs: editing run.sh during a run cannot break it.
 {
@@ -32,6 +34,58 @@ PY=/usr/bin/python3 # Debian's: Mininet from apt is installed for it
 usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "testbed: error: $*" >&2; exit 2; }
 say() { echo "testbed: $*" >&2; }
+
+# The last resort when fabric.py could not tear down: what it recorded in STATE (pids.tsv,
+# intfs.txt), killed by PID and deleted by name. Sets `left` to 1 if anything stays, and
+# `unrecorded` to the records that are missing: what they would list was never checked.
+sweep() { # STATE
+    local state=$1
+    left=0 unrecorded=""
+    [ -f "$state/pids.tsv" ] || unrecorded="pids.tsv"
+    [ -f "$state/intfs.txt" ] || unrecorded="${unrecorded:+$unrecorded and }intfs.txt"
+    if [ -f "$state/pids.tsv" ]; then
+        while IFS=$'\t' read -r kind name pid exe; do
+            if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$exe"; then
+                say "killing leftover $kind $name (pid $pid)"
+                kill -KILL "$pid" 2>/dev/null || true
+            fi
+        done <"$state/pids.tsv"
+    fi
+    if [ -f "$state/intfs.txt" ]; then
+        while read -r intf; do
+            if [ -e "/sys/class/net/$intf" ]; then
+                say "deleting leftover interface $intf"
+                ip link del "$intf" 2>/dev/null || true
+            fi
+        done <"$state/intfs.txt"
+        sleep 0.2
+        while read -r intf; do
+            [ -e "/sys/class/net/$intf" ] && { say "LEFT BEHIND: interface $intf"; left=1; }
+        done <"$state/intfs.txt"
+    fi
+    if [ -f "$state/pids.tsv" ]; then
+        while IFS=$'\t' read -r kind name pid exe; do
+            if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$exe"; then
+                say "LEFT BEHIND: $kind $name pid $pid"; left=1
+            fi
+        done <"$state/pids.tsv"
+    fi
+    if [ $left = 1 ]; then
+        return
+    elif [ -z "$unrecorded" ]; then
+        say "clean: no switch, host, generator or interface recorded in $state is left"
+    else
+        say "not checked: no $unrecorded in $state (where fabric.py records what it starts): nothing was killed or deleted"
+    fi
+}
+
+if [ "${1-}" = --clean ]; then
+    [ $# = 2 ] || die "--clean takes one argument: the state directory of a run (--keep-logs DIR)"
+    [ -d "$2" ] || die "--clean: \`$2\` is not a directory"
+    sweep "$(cd "$2" && pwd)"
+    if [ $left = 0 ] && [ -z "$unrecorded" ]; then exit 0; fi
+    exit 1
+fi
 
 topology="" faults="" epochs="" json="" epoch_ms=1000 rate=100 flows=8 min_packets=50 seed=1 svg=""
 keep="" canary=""
@@ -95,7 +149,7 @@ json=$(realpath -m "$json")
 [ -z "$svg" ] || svg=$(realpath -m "$svg")
 
 # ---------------------------------------------------------------- teardown
-daemon_pid="" fabric_pid="" tail_pid="" cleaned=0
+daemon_pid="" fabric_pid="" tail_pid="" cleaned=0 fabric_started=0
 stop_pid() { # PID NAME SIGNAL TIMEOUT_S: signal one process we started, wait, then SIGKILL
     local pid=$1 name=$2 sig=$3 t=$4
     kill -0 "$pid" 2>/dev/null || return 0
@@ -120,35 +174,12 @@ cleanup() {
         sed -n '/tearing down\|traffic:\|fault .*dropped\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
     fi
     # Last resort, if fabric.py could not finish: what it recorded, by PID and by name.
-    local left=0
-    if [ -f "$state/pids.tsv" ]; then
-        while IFS=$'\t' read -r kind name pid exe; do
-            if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$exe"; then
-                say "killing leftover $kind $name (pid $pid)"
-                kill -KILL "$pid" 2>/dev/null || true
-            fi
-        done <"$state/pids.tsv"
+    left=0
+    if [ $fabric_started = 1 ]; then
+        sweep "$state"
+    else
+        say "no fabric was started: nothing to clean"
     fi
-    if [ -f "$state/intfs.txt" ]; then
-        while read -r intf; do
-            if [ -e "/sys/class/net/$intf" ]; then
-                say "deleting leftover interface $intf"
-                ip link del "$intf" 2>/dev/null || true
-            fi
-        done <"$state/intfs.txt"
-        sleep 0.2
-        while read -r intf; do
-            [ -e "/sys/class/net/$intf" ] && { say "LEFT BEHIND: interface $intf"; left=1; }
-        done <"$state/intfs.txt"
-    fi
-    if [ -f "$state/pids.tsv" ]; then
-        while IFS=$'\t' read -r kind name pid exe; do
-            if kill -0 "$pid" 2>/dev/null && tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null | grep -q "$exe"; then
-                say "LEFT BEHIND: $kind $name pid $pid"; left=1
-            fi
-        done <"$state/pids.tsv"
-    fi
-    [ $left = 0 ] && say "clean: no switch, host, generator or interface of this run is left"
     if [ -n "$keep" ]; then
         say "logs kept in $state"
     elif [ $rc != 0 ] && [ -d "$state" ]; then
@@ -184,6 +215,7 @@ fi
 
 # ---------------------------------------------------------------- fabric
 # Its own session: Ctrl-C reaches run.sh only, which then stops the controller before the fabric.
+fabric_started=1
 setsid "$PY" "$here/fabric.py" --topology "$state/topology.yaml" --p4-json "$state/p4/canary.json" \
     --state "$state" --faults "$faults_file" --parent $$ \
     --traffic "$canary" --traffic-trigger "$state/go" --rate "$rate" --seed "$seed" \

@@ -315,9 +315,10 @@ fn main() -> Result<()> {
         Some(Command::RoleGateway(a)) => role_gateway(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
+            // The placement the topology has: the file's own unless --monitors overrides it.
             print!(
                 "{}",
-                canary_core::topo::yaml::to_yaml(&t, monitors.unwrap_or_default())
+                canary_core::topo::yaml::to_yaml(&t, t.monitor_placement())
             );
             Ok(())
         }
@@ -755,14 +756,22 @@ fn overhead_cmd(a: OverheadArgs) -> Result<()> {
 }
 
 fn audit_cmd(a: AuditArgs) -> Result<()> {
-    let topo = load_topology(&a.topology, a.monitors)?;
     let params = PathBfParams {
         bits: a.pathbf_bits,
         hashes: a.pathbf_hashes,
     };
+    // Checked before anything computes masks with them; the error names the flag.
+    params.validate().map_err(|e| {
+        let (flag, value) = match e.field() {
+            "bits" => ("--pathbf-bits", a.pathbf_bits),
+            _ => ("--pathbf-hashes", a.pathbf_hashes),
+        };
+        anyhow::anyhow!("{flag} {value}: {e}")
+    })?;
+    let topo = load_topology(&a.topology, a.monitors)?;
     let routing = canary_core::topo::Routing::new(&topo);
     let segments = canary_core::topo::Segments::new(&topo, &routing);
-    let before = canary_core::pathbf::audit(&topo, &segments, params);
+    let before = canary_core::pathbf::audit(&topo, &segments, params)?;
     let prepared = prepare(topo, params);
     println!(
         "topology {}: {} segments, pathBF b={} m={}",

@@ -36,12 +36,9 @@ pub struct Prepared {
 }
 
 pub fn prepare(mut topo: Topology, params: PathBfParams) -> Result<Prepared> {
-    if let Err(e) = params.validate() {
-        bail!("{e}");
-    }
     let routing = Routing::new(&topo);
     let segments = Segments::new(&topo, &routing);
-    let audit = pathbf::repair(&mut topo, &segments, params, 50);
+    let audit = pathbf::repair(&mut topo, &segments, params, 50)?;
     if !audit.undecodable.is_empty() {
         bail!(
             "{} segments of {} stay undecodable after reassigning switch IDs: \
@@ -50,7 +47,7 @@ pub fn prepare(mut topo: Topology, params: PathBfParams) -> Result<Prepared> {
             topo.name
         );
     }
-    let codec = PathBfCodec::new(&topo, &segments, params);
+    let codec = PathBfCodec::new(&topo, &segments, params)?;
     Ok(Prepared {
         topo,
         routing,

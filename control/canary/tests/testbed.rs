@@ -366,5 +366,107 @@ fn bad_fault_file_is_rejected_naming_the_file_and_field() {
         "{}",
         r.stderr
     );
-    assert!(r.stderr.contains("testbed: clean"), "{}", r.stderr);
+    // fabric.py stopped before it recorded anything: run.sh must not claim it checked.
+    assert!(
+        r.stderr
+            .contains("testbed: not checked: no pids.tsv and intfs.txt"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("testbed: clean"), "{}", r.stderr);
+}
+
+#[test]
+fn a_topology_canary_rejects_stops_the_run_before_any_fabric() {
+    if let Some(m) = missing() {
+        skip(&m);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let topo = dir.path().join("bad.yaml");
+    std::fs::write(
+        &topo,
+        "name: bad\nswitches:\n  - {name: s1, layer: 0, hosts: 1}\n  \
+         - {name: s2, layer: 0, hosts: 1}\nlinks:\n  - [s1, s9]\n",
+    )
+    .unwrap();
+    let r = run_testbed(
+        &[
+            "--topology",
+            topo.to_str().unwrap(),
+            "--faults",
+            "none",
+            "--epochs",
+            "1",
+        ],
+        dir.path(),
+        Duration::from_secs(120),
+    );
+    assert!(!r.status.success());
+    assert!(r.stderr.contains("links[0]"), "{}", r.stderr);
+    assert!(
+        r.stderr
+            .contains("testbed: no fabric was started: nothing to clean"),
+        "{}",
+        r.stderr
+    );
+    assert!(!r.stderr.contains("testbed: clean"), "{}", r.stderr);
+}
+
+/// `run.sh --clean DIR`: the teardown's last resort on its own, from what a run recorded in DIR.
+/// Needs no root, Mininet or BMv2 while nothing recorded is an interface that exists.
+fn clean(dir: &Path) -> (Option<i32>, String) {
+    let out = Command::new(repo_root().join("testbed/run.sh"))
+        .arg("--clean")
+        .arg(dir)
+        .output()
+        .expect("run testbed/run.sh --clean");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn clean_without_records_says_it_checked_nothing() {
+    let dir = tempfile::tempdir().unwrap();
+    let (code, stderr) = clean(dir.path());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains("testbed: not checked: no pids.tsv and intfs.txt in"),
+        "{stderr}"
+    );
+    assert!(!stderr.contains("testbed: clean"), "{stderr}");
+    // One record but not the other: what is missing is named.
+    std::fs::write(dir.path().join("pids.tsv"), "").unwrap();
+    let (code, stderr) = clean(dir.path());
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(stderr.contains("not checked: no intfs.txt in"), "{stderr}");
+}
+
+#[test]
+fn clean_kills_what_was_recorded_and_then_says_clean() {
+    use std::os::unix::process::ExitStatusExt;
+    let dir = tempfile::tempdir().unwrap();
+    let mut leftover = Command::new("sleep").arg("600").spawn().unwrap();
+    std::fs::write(
+        dir.path().join("pids.tsv"),
+        format!("generator\th1\t{}\tsleep\n", leftover.id()),
+    )
+    .unwrap();
+    std::fs::write(dir.path().join("intfs.txt"), "canary-gone-eth1\n").unwrap();
+    let (code, stderr) = clean(dir.path());
+    assert!(
+        stderr.contains(&format!(
+            "killing leftover generator h1 (pid {})",
+            leftover.id()
+        )),
+        "{stderr}"
+    );
+    assert_eq!(leftover.wait().unwrap().signal(), Some(libc::SIGKILL));
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(
+        stderr.contains("testbed: clean: no switch, host"),
+        "{stderr}"
+    );
 }

@@ -567,7 +567,7 @@ mod tests {
         let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default()).unwrap();
         (t, s, c)
     }
 

@@ -15,6 +15,25 @@
 use crate::topo::{SegmentId, Segments, SwitchIx, Topology};
 use std::collections::HashMap;
 
+/// pathBF parameters the data plane cannot use; each names the field at fault.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PathBfParamsError {
+    #[error("pathBF bits must be a power of two in 8..=32, got {0}")]
+    Bits(u32),
+    #[error("pathBF hashes must be 1..={max} for {bits} bits, got {hashes}")]
+    Hashes { bits: u32, hashes: u32, max: u32 },
+}
+
+impl PathBfParamsError {
+    /// The field at fault: `bits` or `hashes`.
+    pub fn field(&self) -> &'static str {
+        match self {
+            Self::Bits(_) => "bits",
+            Self::Hashes { .. } => "hashes",
+        }
+    }
+}
+
 /// Bloom filter size `b` (bits) and hash count `m`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct PathBfParams {
@@ -48,20 +67,17 @@ impl PathBfParams {
         self.positions(id).fold(0, |m, p| m | 1 << p)
     }
 
-    pub fn validate(&self) -> Result<(), String> {
+    pub fn validate(&self) -> Result<(), PathBfParamsError> {
         if !self.bits.is_power_of_two() || !(8..=32).contains(&self.bits) {
-            return Err(format!(
-                "pathBF bits must be a power of two in 8..=32, got {}",
-                self.bits
-            ));
+            return Err(PathBfParamsError::Bits(self.bits));
         }
-        if self.hashes == 0 || self.hashes * self.bits.trailing_zeros() > 32 {
-            return Err(format!(
-                "pathBF hashes must be 1..={} for {} bits, got {}",
-                32 / self.bits.trailing_zeros(),
-                self.bits,
-                self.hashes
-            ));
+        let max = 32 / self.bits.trailing_zeros();
+        if self.hashes == 0 || self.hashes > max {
+            return Err(PathBfParamsError::Hashes {
+                bits: self.bits,
+                hashes: self.hashes,
+                max,
+            });
         }
         Ok(())
     }
@@ -182,7 +198,14 @@ pub enum Decoded {
 }
 
 impl PathBfCodec {
-    pub fn new(topo: &Topology, segments: &Segments, params: PathBfParams) -> Self {
+    /// The codec of `topo`'s segments; fails on parameters the data plane cannot use (they
+    /// would divide by zero or shift past 32 bits when computing masks).
+    pub fn new(
+        topo: &Topology,
+        segments: &Segments,
+        params: PathBfParams,
+    ) -> Result<Self, PathBfParamsError> {
+        params.validate()?;
         let masks: Vec<u32> = topo.switches.iter().map(|s| params.mask(s.id)).collect();
         let segment_bf: Vec<u32> = segments
             .list
@@ -209,13 +232,13 @@ impl PathBfCodec {
             per_switch[seg.downstream() as usize].push((segment_bf[i], i as SegmentId));
         }
         let by_downstream = per_switch.iter().map(|e| SwitchDecoder::new(e)).collect();
-        Self {
+        Ok(Self {
             params,
             masks,
             segment_bf,
             decode,
             by_downstream,
-        }
+        })
     }
 
     /// [`PathBfCodec::decode`] without the candidates of an ambiguous value, faster.
@@ -273,8 +296,12 @@ pub struct MembershipStat {
 }
 
 /// Audits decodability under the topology's current switch IDs.
-pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audit {
-    let codec = PathBfCodec::new(topo, segments, params);
+pub fn audit(
+    topo: &Topology,
+    segments: &Segments,
+    params: PathBfParams,
+) -> Result<Audit, PathBfParamsError> {
+    let codec = PathBfCodec::new(topo, segments, params)?;
     let mut undecodable = Vec::new();
     for (i, seg) in segments.list.iter().enumerate() {
         if matches!(
@@ -336,12 +363,12 @@ pub fn audit(topo: &Topology, segments: &Segments, params: PathBfParams) -> Audi
         })
         .collect();
     membership.sort_by_key(|s| (s.h, s.differing));
-    Audit {
+    Ok(Audit {
         segments: segments.len(),
         undecodable,
         membership,
         reassigned: vec![],
-    }
+    })
 }
 
 /// Reassigns switch IDs until every segment decodes (at most `max_rounds` passes). For every
@@ -353,11 +380,11 @@ pub fn repair(
     segments: &Segments,
     params: PathBfParams,
     max_rounds: u32,
-) -> Audit {
+) -> Result<Audit, PathBfParamsError> {
     let mut reassigned = Vec::new();
     let mut used: std::collections::HashSet<u32> = topo.switches.iter().map(|s| s.id).collect();
     for round in 0..max_rounds {
-        let codec = PathBfCodec::new(topo, segments, params);
+        let codec = PathBfCodec::new(topo, segments, params)?;
         let mut groups: Vec<&Vec<SegmentId>> =
             codec.decode.values().filter(|g| g.len() > 1).collect();
         if groups.is_empty() {
@@ -395,16 +422,55 @@ pub fn repair(
             }
         }
     }
-    Audit {
+    Ok(Audit {
         reassigned,
-        ..audit(topo, segments, params)
-    }
+        ..audit(topo, segments, params)?
+    })
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::topo::{fattree::fattree, MonitorPlacement, Routing};
+
+    #[test]
+    fn unusable_parameters_are_errors_naming_the_field() {
+        let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let s = Segments::new(&t, &Routing::new(&t));
+        for (bits, hashes, field, msg) in [
+            (
+                0,
+                3,
+                "bits",
+                "pathBF bits must be a power of two in 8..=32, got 0",
+            ),
+            (
+                64,
+                3,
+                "bits",
+                "pathBF bits must be a power of two in 8..=32, got 64",
+            ),
+            (
+                32,
+                0,
+                "hashes",
+                "pathBF hashes must be 1..=6 for 32 bits, got 0",
+            ),
+            (
+                32,
+                u32::MAX,
+                "hashes",
+                "pathBF hashes must be 1..=6 for 32 bits, got 4294967295",
+            ),
+        ] {
+            let p = PathBfParams { bits, hashes };
+            let e = audit(&t, &s, p).unwrap_err();
+            assert_eq!(e.to_string(), msg);
+            assert_eq!(e.field(), field);
+            assert_eq!(PathBfCodec::new(&t, &s, p).unwrap_err(), e);
+            assert_eq!(repair(&mut t.clone(), &s, p, 5).unwrap_err(), e);
+        }
+    }
 
     #[test]
     fn theorem1_golden_value() {
@@ -426,7 +492,7 @@ mod tests {
         let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default()).unwrap();
         let path = r.path(
             &t,
             t.switch("edge0_0").unwrap(),
@@ -456,7 +522,7 @@ mod tests {
         let t = fattree(8, MonitorPlacement::Bottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default()).unwrap();
         let mut rng = rand::rngs::StdRng::seed_from_u64(7);
         let mut ambiguous = 0;
         let short = |d: Decoded| match d {
@@ -490,8 +556,8 @@ mod tests {
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
         // Force a collision: give two aggregation switches masks that make segments collide.
-        let a = audit(&t, &s, PathBfParams::default());
-        let fixed = repair(&mut t, &s, PathBfParams::default(), 50);
+        let a = audit(&t, &s, PathBfParams::default()).unwrap();
+        let fixed = repair(&mut t, &s, PathBfParams::default(), 50).unwrap();
         assert!(
             fixed.undecodable.is_empty(),
             "{} left",
@@ -507,7 +573,7 @@ mod tests {
         let t = fattree(16, MonitorPlacement::Bottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let a = audit(&t, &s, PathBfParams::default());
+        let a = audit(&t, &s, PathBfParams::default()).unwrap();
         // Candidates through another plane differ in all three intermediate switches (Theorem 1's
         // case); candidates through another core of the same plane differ in the core alone.
         // Theorem 1 uses the mean fill of the filter; the rate is convex in the fill, so the real

@@ -654,7 +654,7 @@ mod tests {
         let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let c = PathBfCodec::new(&t, &s, PathBfParams::default());
+        let c = PathBfCodec::new(&t, &s, PathBfParams::default()).unwrap();
         let all = t.monitors().collect();
         (t, s, c, all)
     }

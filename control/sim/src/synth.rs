@@ -181,7 +181,7 @@ mod tests {
         let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
-        let c = PathBfCodec::new(&t, &s, Default::default());
+        let c = PathBfCodec::new(&t, &s, Default::default()).unwrap();
         let mut loss = vec![0.0; t.links.len()];
         let bad = t.link_by_names("agg1_0", "core1").unwrap();
         loss[bad as usize] = 0.2;

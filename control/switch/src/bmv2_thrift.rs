@@ -26,6 +26,7 @@ use thrift::protocol::{
     TStructIdentifier, TType,
 };
 use thrift::transport::{TBufferedReadTransport, TBufferedWriteTransport};
+use thrift::TConfiguration;
 
 /// The service name BMv2 registers its standard runtime under.
 pub const SERVICE: &str = "standard";
@@ -35,6 +36,22 @@ pub const SERVICE: &str = "standard";
 const WINDOW_CALLS: usize = 128;
 /// Request bytes per pipelined window (long register names count too).
 const WINDOW_BYTES: usize = 32 * 1024;
+/// Bytes of the client's read buffer.
+const READ_BUFFER: usize = 64 * 1024;
+/// Register values made room for before they arrive: what one read buffer holds. A reply's list
+/// size is only a claim; beyond this, room grows with the values actually read.
+const PREALLOC_VALUES: usize = READ_BUFFER / 8;
+/// The longest string a reply may hold (method names, exception messages): the thrift crate
+/// would otherwise allocate up to 100 MiB for a string before reading a byte of it.
+const MAX_REPLY_STRING: usize = 64 * 1024;
+
+/// The limits replies are read with.
+fn reply_config() -> TConfiguration {
+    TConfiguration::builder()
+        .max_string_size(Some(MAX_REPLY_STRING))
+        .build()
+        .unwrap_or_default()
+}
 
 /// `RegisterOperationErrorCode` of standard.thrift.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -96,7 +113,7 @@ pub enum ThriftError {
     },
     /// I/O or protocol failure (including timeouts); the connection is dropped and the next
     /// call reconnects.
-    #[error("switch {switch} ({addr}): {call} {register}: {source}")]
+    #[error("switch {switch} ({addr}): {call} {register}: {}", describe(.source))]
     Transport {
         switch: String,
         addr: String,
@@ -107,6 +124,27 @@ pub enum ThriftError {
 }
 
 pub type Result<T, E = ThriftError> = std::result::Result<T, E>;
+
+/// A thrift error with its message: the thrift crate's own `Display` shows only the kind
+/// ("bad data"), not what was wrong.
+pub fn describe(e: &thrift::Error) -> String {
+    let (kind, message) = match e {
+        thrift::Error::Transport(t) => (t.to_string(), t.message.as_str()),
+        thrift::Error::Protocol(p) => (p.to_string(), p.message.as_str()),
+        thrift::Error::Application(a) => (a.to_string(), a.message.as_str()),
+        thrift::Error::User(u) => return u.to_string(),
+    };
+    if message.is_empty() || message == kind {
+        kind
+    } else {
+        format!("{kind}: {message}")
+    }
+}
+
+/// A reply [`decode_reply`] could not decode.
+#[derive(Debug, thiserror::Error)]
+#[error("{}", describe(.0))]
+pub struct ReplyError(#[source] pub thrift::Error);
 
 /// Socket timeouts. Every wait of the client is bounded by one of them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -253,8 +291,10 @@ pub enum Reply {
     Done,
 }
 
-/// What a `<method>_result` struct held.
-enum Outcome {
+/// What a reply held: the call's result, or an exception the server sent (after which the
+/// stream is still in step).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Outcome {
     Ok(Reply),
     Invalid(RegisterErrorCode),
     /// A Thrift application exception (its kind and message).
@@ -340,9 +380,10 @@ impl ThriftClient {
                 .map_err(connect_err)?;
             let reader = stream.try_clone().map_err(connect_err)?;
             // Replies of whole arrays are ~9 KiB per 1024 cells: read in large chunks.
-            let input = TBinaryInputProtocol::new(
-                TBufferedReadTransport::with_capacity(64 * 1024, reader),
+            let input = TBinaryInputProtocol::with_config(
+                TBufferedReadTransport::with_capacity(READ_BUFFER, reader),
                 true,
+                reply_config(),
             );
             let output = TMultiplexedOutputProtocol::new(
                 SERVICE,
@@ -535,9 +576,20 @@ fn write_call(o: &mut Output, call: &Call<'_>, seq: i32) -> thrift::Result<()> {
     o.write_message_end()
 }
 
+/// Decodes one reply to `call` (sent with sequence number `seq`) from the bytes BMv2 wrote: what
+/// the client does with each reply it reads, without a socket (tests and fuzzing).
+pub fn decode_reply(
+    call: &Call<'_>,
+    seq: i32,
+    mut bytes: &[u8],
+) -> std::result::Result<Outcome, ReplyError> {
+    let mut input = TBinaryInputProtocol::with_config(&mut bytes, true, reply_config());
+    read_reply(&mut input, call, seq).map_err(ReplyError)
+}
+
 /// Reads one reply. Exceptions the server sends (register or application) are outcomes, not
 /// errors: the stream is still in step after them.
-fn read_reply(i: &mut Input, call: &Call<'_>, seq: i32) -> thrift::Result<Outcome> {
+fn read_reply(i: &mut dyn TInputProtocol, call: &Call<'_>, seq: i32) -> thrift::Result<Outcome> {
     let ident = i.read_message_begin()?;
     let name = ident
         .name
@@ -574,7 +626,7 @@ fn read_reply(i: &mut Input, call: &Call<'_>, seq: i32) -> thrift::Result<Outcom
 }
 
 /// Reads a `<method>_result` struct: field 0 is the return value, field 1 `ouch`.
-fn read_result(i: &mut Input, call: &Call<'_>) -> thrift::Result<Outcome> {
+fn read_result(i: &mut dyn TInputProtocol, call: &Call<'_>) -> thrift::Result<Outcome> {
     i.read_struct_begin()?;
     let mut success: Option<Reply> = None;
     let mut invalid = None;
@@ -590,10 +642,7 @@ fn read_result(i: &mut Input, call: &Call<'_>) -> thrift::Result<Outcome> {
                         format!("register values of type {:?}", list.element_type),
                     ));
                 }
-                let mut v = Vec::with_capacity(list.size.max(0) as usize);
-                for _ in 0..list.size {
-                    v.push(i.read_i64()?);
-                }
+                let v = read_values(i, call, list.size)?;
                 i.read_list_end()?;
                 success = Some(Reply::Values(v));
             }
@@ -621,8 +670,35 @@ fn read_result(i: &mut Input, call: &Call<'_>) -> thrift::Result<Outcome> {
     }
 }
 
+/// The `claimed` values of a `list<i64>`. Room is made as values arrive (8 bytes each), never
+/// for the claim alone: a reply that lies costs what it sent, and fails naming itself.
+fn read_values(
+    i: &mut dyn TInputProtocol,
+    call: &Call<'_>,
+    claimed: i32,
+) -> thrift::Result<Vec<i64>> {
+    let n = usize::try_from(claimed).unwrap_or(0);
+    let mut v = Vec::with_capacity(n.min(PREALLOC_VALUES));
+    for read in 0..n {
+        match i.read_i64() {
+            Ok(x) => v.push(x),
+            Err(e) => {
+                return Err(thrift::new_protocol_error(
+                    thrift::ProtocolErrorKind::InvalidData,
+                    format!(
+                        "{} reply lists {n} values but ends after {read}: {}",
+                        call.method(),
+                        describe(&e)
+                    ),
+                ))
+            }
+        }
+    }
+    Ok(v)
+}
+
 /// `exception InvalidRegisterOperation { 1: RegisterOperationErrorCode code }`.
-fn read_invalid_register(i: &mut Input) -> thrift::Result<RegisterErrorCode> {
+fn read_invalid_register(i: &mut dyn TInputProtocol) -> thrift::Result<RegisterErrorCode> {
     i.read_struct_begin()?;
     let mut code = RegisterErrorCode::Other(0);
     loop {

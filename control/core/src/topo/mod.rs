@@ -275,6 +275,16 @@ impl Topology {
         (0..self.switches.len() as SwitchIx).filter(|&s| self.switches[s as usize].monitor)
     }
 
+    /// The placement the monitors follow: `TopAndBottom` when a switch above layer 0 is one.
+    /// (With a single layer both placements are the same; that reads as `Bottom`.)
+    pub fn monitor_placement(&self) -> MonitorPlacement {
+        if self.switches.iter().any(|s| s.monitor && s.layer > 0) {
+            MonitorPlacement::TopAndBottom
+        } else {
+            MonitorPlacement::Bottom
+        }
+    }
+
     /// Sets which switches host meters: layer 0 always, the top layer too for `TopAndBottom`.
     pub fn place_monitors(&mut self, placement: MonitorPlacement) {
         let top = self.top_layer();

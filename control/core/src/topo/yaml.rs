@@ -86,7 +86,18 @@ pub enum TopologyFileError {
     },
     #[error("{file}: monitors: {msg}")]
     Monitors { file: String, msg: String },
+    /// A host the file cannot have: a duplicate, or one the address plan has no room for.
+    #[error("{file}: {field}: {msg}")]
+    Host {
+        file: String,
+        field: String,
+        msg: String,
+    },
 }
+
+/// Hosts of a switch that get addresses from the plan: 10.a.b.2 to 10.a.b.254 (.0 is the
+/// network, .1 left for a gateway, .255 the broadcast).
+pub const MAX_PLANNED_HOSTS: usize = 253;
 
 /// Parses a topology file's text; `file` is only used to name it in errors.
 pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
@@ -118,13 +129,31 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             msg,
         })?,
     };
+    let host_err = |field: String, msg: String| TopologyFileError::Host {
+        file: file.to_string(),
+        field,
+        msg,
+    };
     let mut switches = Vec::with_capacity(f.switches.len());
     let mut hosts = Vec::new();
+    // Where each host is in the file, for errors naming both entries of a duplicate.
+    let mut host_fields = Vec::new();
     let mut bottom_seen = 0u32;
     for (i, s) in f.switches.iter().enumerate() {
         let ix = i as SwitchIx;
         let names: Vec<(String, Option<u32>, Option<u128>)> = match &s.hosts {
             Hosts::None => vec![],
+            // Counted hosts all take planned addresses: check before making any.
+            Hosts::Count(n) if *n as usize > MAX_PLANNED_HOSTS => {
+                return Err(host_err(
+                    format!("switches[{i}].hosts"),
+                    format!(
+                        "switch `{}` has {n} hosts, but its addresses 10.x.y.2 to 10.x.y.254 \
+                         hold {MAX_PLANNED_HOSTS}; list the hosts with `addr` to place more",
+                        s.name
+                    ),
+                ));
+            }
             Hosts::Count(n) => (0..*n)
                 .map(|x| (format!("{}_h{x}", s.name), None, None))
                 .collect(),
@@ -144,15 +173,40 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             ));
         }
         if s.layer == 0 {
-            let [_, _, a, b] = bottom_seen.to_be_bytes();
+            let [hi, lo, a, b] = bottom_seen.to_be_bytes();
             for (x, (name, addr, addr6)) in names.into_iter().enumerate() {
-                let addr = addr.unwrap_or(u32::from_be_bytes([10, a, b, (x + 2) as u8]));
+                let field = format!("switches[{i}].hosts[{x}]");
+                let addr = match addr {
+                    Some(a) => a,
+                    None if x >= MAX_PLANNED_HOSTS => {
+                        return Err(host_err(
+                            field,
+                            format!(
+                                "host `{name}` of switch `{}` needs an address, but the plan \
+                                 10.x.y.2 to 10.x.y.254 holds {MAX_PLANNED_HOSTS} per switch: \
+                                 give it `addr`",
+                                s.name
+                            ),
+                        ));
+                    }
+                    None if [hi, lo] != [0, 0] => {
+                        return Err(host_err(
+                            field,
+                            format!(
+                                "host `{name}` needs an address, but the plan 10.x.y.z has \
+                                 room for 65536 layer-0 switches: give it `addr`"
+                            ),
+                        ));
+                    }
+                    None => u32::from_be_bytes([10, a, b, (x + 2) as u8]),
+                };
                 hosts.push(Host {
                     name,
                     addr,
                     addr6: addr6.unwrap_or(super::default_ipv6(addr)),
                     switch: ix,
                 });
+                host_fields.push(field);
             }
             bottom_seen += 1;
         }
@@ -163,6 +217,7 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             monitor: false,
         });
     }
+    check_unique_hosts(&hosts, &host_fields).map_err(|(field, msg)| host_err(field, msg))?;
     let index: std::collections::HashMap<&str, SwitchIx> = f
         .switches
         .iter()
@@ -192,6 +247,45 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
     })?;
     topo.place_monitors(placement);
     Ok(topo)
+}
+
+/// Rejects a second host with the name, IPv4 or IPv6 address of an earlier one, naming both
+/// (`fields[i]` is where host `i` is in the file): the fabric routes to hosts by address, and
+/// switches files and fault reports name them.
+fn check_unique_hosts(hosts: &[Host], fields: &[String]) -> Result<(), (String, String)> {
+    use std::collections::HashMap;
+    let (mut names, mut v4, mut v6) = (HashMap::new(), HashMap::new(), HashMap::new());
+    for (i, h) in hosts.iter().enumerate() {
+        let taken = |first: usize, what: String| {
+            let other = &hosts[first];
+            (
+                fields[i].clone(),
+                format!(
+                    "host `{}` has {what} of host `{}` ({})",
+                    h.name, other.name, fields[first]
+                ),
+            )
+        };
+        if let Some(&first) = names.get(h.name.as_str()) {
+            let msg = format!(
+                "host `{}` is defined twice, first at {}",
+                h.name, fields[first]
+            );
+            return Err((fields[i].clone(), msg));
+        }
+        if let Some(&first) = v4.get(&h.addr) {
+            let a = super::ipv4(h.addr);
+            return Err(taken(first, format!("the address {a}")));
+        }
+        if let Some(&first) = v6.get(&h.addr6) {
+            let a = std::net::Ipv6Addr::from(h.addr6);
+            return Err(taken(first, format!("the IPv6 address {a}")));
+        }
+        names.insert(h.name.as_str(), i);
+        v4.insert(h.addr, i);
+        v6.insert(h.addr6, i);
+    }
+    Ok(())
 }
 
 /// The YAML text of a topology (used to write the files under `topologies/`).
@@ -280,6 +374,109 @@ mod tests {
         let bad = LINE.replace("layer: 1}", "layer: 1, colour: red}");
         let e = parse("line.yaml", &bad).unwrap_err().to_string();
         assert!(e.contains("unknown field `colour`"), "{e}");
+    }
+
+    /// Two leaves under one spine, hosts of the first leaf given as `hosts`.
+    fn two_leaves(hosts_a: &str, hosts_b: &str) -> String {
+        format!(
+            "name: two\nswitches:\n  - {{name: a, layer: 0, hosts: {hosts_a}}}\n  \
+             - {{name: b, layer: 0, hosts: {hosts_b}}}\n  - {{name: t, layer: 1}}\n\
+             links:\n  - [a, t]\n  - [b, t]\n"
+        )
+    }
+
+    #[test]
+    fn a_rack_holds_253_assigned_addresses_and_no_more() {
+        let t = parse("big.yaml", &two_leaves("253", "1")).unwrap();
+        let last = t.hosts[252].addr;
+        assert_eq!(crate::topo::ipv4(last).to_string(), "10.0.0.254");
+        // The 254th host would get 10.0.0.255 (broadcast), the 255th wrap to 10.0.0.0.
+        let e = parse("big.yaml", &two_leaves("300", "1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("big.yaml: switches[0].hosts:"), "{e}");
+        assert!(e.contains("switch `a`") && e.contains("300 hosts"), "{e}");
+        assert!(e.contains("253"), "{e}");
+    }
+
+    #[test]
+    fn hosts_with_their_own_addresses_are_not_limited_by_the_plan() {
+        let many: Vec<String> = (0..300)
+            .map(|i| format!("{{name: h{i}, addr: 10.1.{}.{}}}", i / 200, i % 200 + 1))
+            .collect();
+        let t = parse(
+            "own.yaml",
+            &two_leaves(&format!("[{}]", many.join(", ")), "1"),
+        )
+        .unwrap();
+        assert_eq!(t.hosts.len(), 301);
+        // A host without `addr` past the plan's 253 is named with its position.
+        let mut mixed = many.clone();
+        mixed[260] = "h260".into();
+        let e = parse(
+            "own.yaml",
+            &two_leaves(&format!("[{}]", mixed.join(", ")), "1"),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("switches[0].hosts[260]") && e.contains("`h260`"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_huge_host_count_is_an_error_not_an_allocation() {
+        let e = parse("huge.yaml", &two_leaves("4000000000", "1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("4000000000 hosts"), "{e}");
+    }
+
+    #[test]
+    fn duplicate_host_names_are_rejected_naming_both_entries() {
+        let e = parse("dup.yaml", &two_leaves("[x, y]", "[z, y]"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("dup.yaml: switches[1].hosts[1]:"), "{e}");
+        assert!(
+            e.contains("`y`") && e.contains("switches[0].hosts[1]"),
+            "{e}"
+        );
+        // A counted host's generated name can collide with a listed one too.
+        let e = parse("dup.yaml", &two_leaves("2", "[a_h1]"))
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.contains("switches[1].hosts[0]") && e.contains("switches[0].hosts[1]"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn duplicate_host_addresses_are_rejected_naming_both_entries() {
+        // b's first host would be 10.0.1.2; give a's host that address by hand.
+        let e = parse("dup.yaml", &two_leaves("[{name: x, addr: 10.0.1.2}]", "1"))
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("dup.yaml: switches[1].hosts[0]:"), "{e}");
+        assert!(
+            e.contains("10.0.1.2") && e.contains("`x`") && e.contains("switches[0].hosts[0]"),
+            "{e}"
+        );
+        let e = parse(
+            "dup6.yaml",
+            &two_leaves(
+                "[{name: x, addr: 10.9.0.1, addr6: \"fd00::1\"}]",
+                "[{name: y, addr: 10.9.0.2, addr6: \"fd00::1\"}]",
+            ),
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.contains("fd00::1") && e.contains("`x`") && e.contains("`y`"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -8,7 +8,7 @@ fn fabric(k: u32) -> SimFabric {
     let topo = fattree(k, MonitorPlacement::TopAndBottom).unwrap();
     let routing = Routing::new(&topo);
     let segments = Segments::new(&topo, &routing);
-    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default());
+    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default()).unwrap();
     let loss = vec![0.0; topo.links.len()];
     SimFabric::new(topo, &codec, loss, SimConfig::default())
 }

@@ -12,12 +12,13 @@
 //!   entry listing those nodes.
 
 use super::p4runtime::{bytes, ValueError};
-use crate::contract::{ContractError, Field, Program, Register, Table};
+use crate::contract::{ContractError, Field, Program, Register, ResolvedTable, Table};
+use crate::driver::Digests;
 use crate::entries::{Change, Entry, Key, McGroup, Write};
 use crate::meters::{Cell, MeterCells, RowCells};
 use bfrt_proto::bfrt::{
-    data_field, entity, key_field, table_entry, update, DataField, Entity, KeyField, TableData,
-    TableEntry, TableKey, TableOperation, Update,
+    self, data_field, entity, key_field, table_entry, update, DataField, Entity, KeyField,
+    TableData, TableEntry, TableKey, TableOperation, Update,
 };
 use canary_core::flow::Addr;
 use canary_core::FlowId;
@@ -574,6 +575,57 @@ pub fn meter_cells(
         .zip(dsm)
         .map(|(usm, dsm)| MeterCells { usm, dsm })
         .collect())
+}
+
+/// Every digest of a learn list the switch sent, decoded into `out` (reports, or why not); a list
+/// of another digest is one bad entry.
+pub fn decode_digest_list(prog: &Program, list: &bfrt::DigestList, out: &mut Digests) {
+    if list.digest_id != prog.digest.id {
+        out.bad
+            .push(format!("digest id {} is not the HH digest", list.digest_id));
+        return;
+    }
+    for d in &list.data {
+        match decode_digest(prog, d) {
+            Ok(r) => out.reports.push(r),
+            Err(e) => out.bad.push(e),
+        }
+    }
+}
+
+/// The table entries of one Read answer, added to `out` by table id.
+pub fn entries_by_table(answer: bfrt::ReadResponse, out: &mut HashMap<u32, Vec<TableEntry>>) {
+    for e in answer.entities {
+        if let Some(entity::Entity::TableEntry(te)) = e.entity {
+            out.entry(te.table_id).or_default().push(te);
+        }
+    }
+}
+
+/// The action parameters in the data of a Read answer's entries (the last entry with data wins),
+/// in `t`'s parameter order; a missing or over-long value reads as 0. `None` without data.
+pub fn default_entry_args(t: &ResolvedTable, answer: bfrt::ReadResponse) -> Option<Vec<u128>> {
+    let mut args = None;
+    for e in answer.entities {
+        if let Some(entity::Entity::TableEntry(TableEntry { data: Some(d), .. })) = e.entity {
+            args = Some(
+                t.params
+                    .iter()
+                    .map(|p| {
+                        d.fields
+                            .iter()
+                            .find(|f| f.field_id == p.id)
+                            .and_then(|f| match &f.value {
+                                Some(data_field::Value::Stream(b)) => be(b),
+                                _ => None,
+                            })
+                            .unwrap_or(0)
+                    })
+                    .collect(),
+            );
+        }
+    }
+    args
 }
 
 /// One HH digest of a learn list: (flow, incoming pathBF).

@@ -254,9 +254,15 @@ fn read_cells(
     let arrays = t
         .register_read_all_many(CXT_ID, &flat)
         .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+    Ok(vec![meter_cells(&arrays, usm_rows)])
+}
+
+/// The meter rows from the register arrays as read, (ID, count) per row, USM rows first. An
+/// unpaired last array is left out (the decoder then finds a row missing).
+pub fn meter_cells(arrays: &[Vec<i64>], usm_rows: usize) -> MeterCells {
     let as_u64 = |v: &Vec<i64>| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
     let mut cells = MeterCells::default();
-    for (i, pair) in arrays.chunks(2).enumerate() {
+    for (i, pair) in arrays.chunks_exact(2).enumerate() {
         // The ID register first (see `meters`): it is first in each pair of names.
         let row = RowCells::from_bmv2(&as_u64(&pair[0]), &as_u64(&pair[1]));
         if i < usm_rows {
@@ -265,7 +271,7 @@ fn read_cells(
             cells.dsm.push(row);
         }
     }
-    Ok(vec![cells])
+    cells
 }
 
 impl Bmv2Driver {
@@ -280,39 +286,28 @@ impl Bmv2Driver {
             })),
         };
         let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        match got.first().and_then(|e| e.entity.as_ref()) {
-            Some(entity::Entity::CounterEntry(c)) => {
-                Ok(c.data.as_ref().map_or(0, |d| d.packet_count.max(0) as u64))
-            }
-            _ => Err(DriverError::Refused(format!(
+        p4runtime::counter_packets(&got).ok_or_else(|| {
+            DriverError::Refused(format!(
                 "counter {counter_id}[{index}]: no counter entry in the answer"
-            ))),
-        }
+            ))
+        })
     }
 
     /// `switch_config`'s default action arguments in the contract's order; empty when the
     /// table is back at the program's default (a restart or a new pipeline).
     async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
         use bfrt_proto::p4rt::{entity, Entity, TableEntry};
-        let t = self.prog.program.table(Table::SwitchConfig).id;
+        let t = self.prog.program.table(Table::SwitchConfig).clone();
         let e = Entity {
             entity: Some(entity::Entity::TableEntry(TableEntry {
-                table_id: t,
+                table_id: t.id,
                 is_default_action: true,
                 ..Default::default()
             })),
         };
         let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        let Some(entity::Entity::TableEntry(te)) = got.into_iter().next().and_then(|e| e.entity)
-        else {
-            return Ok(vec![]);
-        };
         // The program's own default (no action of ours) reads as "not configured".
-        Ok(
-            p4runtime::entry_of(&self.prog.program, Table::SwitchConfig, &te)
-                .map(|e| e.args)
-                .unwrap_or_default(),
-        )
+        Ok(p4runtime::default_action_args(&t, got).unwrap_or_default())
     }
 
     /// Whether `switch_config` holds this switch's configuration: after a restart or a new
@@ -568,12 +563,7 @@ impl SwitchDriver for Bmv2Driver {
             return out;
         };
         for list in c.take_digests() {
-            for d in &list.data {
-                match p4runtime::decode_digest(&prog.program, d) {
-                    Ok(r) => out.reports.push(r),
-                    Err(e) => out.bad.push(e),
-                }
-            }
+            p4runtime::decode_digest_list(&prog.program, &list, &mut out);
         }
         out.dropped_total = c
             .stats

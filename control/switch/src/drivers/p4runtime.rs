@@ -1,7 +1,8 @@
 //! Canary's writes as P4Runtime messages, with the ids and widths of a program resolved from its
 //! P4Info, and the HH digest back from P4Runtime's `P4Data`.
 
-use crate::contract::{Field, Program, Table};
+use crate::contract::{Field, Program, ResolvedTable, Table};
+use crate::driver::Digests;
 use crate::entries::{Change, Entry, Key, McGroup, Write};
 use bfrt_proto::p4rt::{
     self, field_match, p4_data, packet_replication_engine_entry, replica, table_action, Entity,
@@ -195,6 +196,57 @@ pub fn group_update(g: &McGroup, kind: p4rt::update::Type) -> Update {
             )),
         }),
     )
+}
+
+/// Every member of a digest list the switch sent, decoded into `out` (reports, or why not).
+pub fn decode_digest_list(prog: &Program, list: &p4rt::DigestList, out: &mut Digests) {
+    for d in &list.data {
+        match decode_digest(prog, d) {
+            Ok(r) => out.reports.push(r),
+            Err(e) => out.bad.push(e),
+        }
+    }
+}
+
+/// The packets of the counter entry a Read of one counter cell answered with, if it holds one.
+pub fn counter_packets(answer: &[Entity]) -> Option<u64> {
+    match answer.first().and_then(|e| e.entity.as_ref()) {
+        Some(p4rt::entity::Entity::CounterEntry(c)) => {
+            Some(c.data.as_ref().map_or(0, |d| d.packet_count.max(0) as u64))
+        }
+        _ => None,
+    }
+}
+
+/// The action parameters of `t`'s default entry as a Read answered it, in `t`'s parameter
+/// order (missing or over-long values as 0); `None` when the answer holds no entry running
+/// `t`'s action.
+pub fn default_action_args(t: &ResolvedTable, answer: Vec<Entity>) -> Option<Vec<u128>> {
+    let Some(p4rt::entity::Entity::TableEntry(te)) =
+        answer.into_iter().next().and_then(|e| e.entity)
+    else {
+        return None;
+    };
+    let Some(table_action::Type::Action(a)) = te.action.and_then(|a| a.r#type) else {
+        return None;
+    };
+    if a.action_id != t.action_id {
+        return None;
+    }
+    let args = t
+        .params
+        .iter()
+        .map(|p| {
+            a.params
+                .iter()
+                .find(|x| x.param_id == p.id)
+                .filter(|x| x.value.len() <= 16)
+                .map_or(0, |x| {
+                    x.value.iter().fold(0u128, |v, &b| v << 8 | u128::from(b))
+                })
+        })
+        .collect();
+    Some(args)
 }
 
 /// One member of an HH digest list: (flow, incoming pathBF).

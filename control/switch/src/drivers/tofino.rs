@@ -26,7 +26,7 @@ use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells};
 use crate::switches::BoundSwitch;
 use bfrt_proto::bfrt::{
-    self, bf_runtime_client::BfRuntimeClient, data_field, entity,
+    self, bf_runtime_client::BfRuntimeClient, entity,
     set_forwarding_pipeline_config_request as fpc, stream_message_request, stream_message_response,
     update, write_request, ForwardingPipelineConfig, GetForwardingPipelineConfigRequest,
     ReadRequest, SetForwardingPipelineConfigRequest, StreamMessageRequest, Subscribe, TableEntry,
@@ -372,11 +372,7 @@ impl TofinoDriver {
             .map_err(|_| unreachable(format!("{name}: Read stalled")))?
             .map_err(|s| from_status(&name, "Read", s))?
         {
-            for e in msg.entities {
-                if let Some(entity::Entity::TableEntry(te)) = e.entity {
-                    out.entry(te.table_id).or_default().push(te);
-                }
-            }
+            bfruntime::entries_by_table(msg, &mut out);
         }
         Ok(out)
     }
@@ -410,30 +406,8 @@ impl TofinoDriver {
             .await
             .map_err(|s| from_status(&name, "Read", s))?
         {
-            for e in msg.entities {
-                if let Some(entity::Entity::TableEntry(te)) = e.entity {
-                    if let Some(d) = te.data {
-                        args = t
-                            .params
-                            .iter()
-                            .map(|p| {
-                                d.fields
-                                    .iter()
-                                    .find(|f| f.field_id == p.id)
-                                    .and_then(|f| match &f.value {
-                                        Some(data_field::Value::Stream(b)) if b.len() <= 16 => {
-                                            Some(
-                                                b.iter()
-                                                    .fold(0u128, |a, &x| a << 8 | u128::from(x)),
-                                            )
-                                        }
-                                        _ => None,
-                                    })
-                                    .unwrap_or(0)
-                            })
-                            .collect();
-                    }
-                }
+            if let Some(a) = bfruntime::default_entry_args(&t, msg) {
+                args = a;
             }
         }
         Ok(args)
@@ -634,17 +608,7 @@ impl SwitchDriver for TofinoDriver {
         let lists =
             std::mem::take(&mut *s.shared.digests.lock().unwrap_or_else(|e| e.into_inner()));
         for list in lists {
-            if list.digest_id != prog.digest.id {
-                out.bad
-                    .push(format!("digest id {} is not the HH digest", list.digest_id));
-                continue;
-            }
-            for d in &list.data {
-                match bfruntime::decode_digest(prog, d) {
-                    Ok(r) => out.reports.push(r),
-                    Err(e) => out.bad.push(e),
-                }
-            }
+            bfruntime::decode_digest_list(prog, &list, &mut out);
         }
         out.dropped_total = s.shared.dropped.load(Ordering::Relaxed);
         out

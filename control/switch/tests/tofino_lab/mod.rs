@@ -34,8 +34,8 @@ pub async fn lab(loss: f64) -> Lab {
     let mut topo = yaml::parse("line2.yaml", LINE2).unwrap();
     let routing = Routing::new(&topo);
     let segments = Segments::new(&topo, &routing);
-    canary_core::pathbf::repair(&mut topo, &segments, PathBfParams::default(), 50);
-    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default());
+    canary_core::pathbf::repair(&mut topo, &segments, PathBfParams::default(), 50).unwrap();
+    let codec = PathBfCodec::new(&topo, &segments, PathBfParams::default()).unwrap();
     let ports = PortMap::canonical(&topo);
     let program = Program::from_bfrt_json("bfrt.json", BFRT).unwrap();
     let mut cfg = SimConfig {
