@@ -97,7 +97,13 @@ pub enum HarvestError {
     },
 }
 
-/// Tags apart, going forward from `old` to `new` (both epoch tags, ≥ 2).
+/// Whether some epoch has tag `t` (`epoch_tag`: 2 to EPOCH_TAGS + 1). A register holds whatever
+/// its switch sends; any other value is no epoch's, so it is an empty bucket no epoch takes.
+fn is_epoch_tag(t: u32) -> bool {
+    (2..2 + EPOCH_TAGS).contains(&u64::from(t))
+}
+
+/// Tags apart, going forward from `old` to `new` (both epoch tags).
 fn age(new: u32, old: u32) -> u64 {
     let (n, o) = (u64::from(new) - 2, u64::from(old) - 2);
     (n + EPOCH_TAGS - o) % EPOCH_TAGS
@@ -155,7 +161,7 @@ pub fn decode(
                 let i = parity * w + col;
                 let t = row.id_tag[i];
                 if t != tag {
-                    if t >= 2 && row.id[i] != 0 && age(tag, t) >= EPOCH_TAGS / 2 {
+                    if is_epoch_tag(t) && row.id[i] != 0 && age(tag, t) >= EPOCH_TAGS / 2 {
                         stale.push(Cell {
                             dsm: is_dsm,
                             row: r,

@@ -176,3 +176,27 @@ fn cells_half_a_wrap_old_are_stale() {
         }]
     );
 }
+
+/// A tag no epoch has (a register holds whatever its switch sends) is an empty bucket: not
+/// this epoch's, and never stale (no epoch will take it for its own). Found by fuzzing
+/// (fuzz/regressions/read_responses): the age of such a tag underflowed.
+#[test]
+fn a_tag_no_epoch_has_is_an_empty_bucket() {
+    let ids = RuleIds::default();
+    let mut cells = MeterCells {
+        usm: (0..3).map(|_| RowCells::zeroed(2 * W)).collect(),
+        dsm: (0..3).map(|_| RowCells::zeroed(2 * W)).collect(),
+    };
+    let tag = epoch_tag(7);
+    let p = usize::from(tag & 1) * W;
+    for (i, t) in [u32::MAX, 1 << 16, EPOCH_TAGS as u32 + 2]
+        .into_iter()
+        .enumerate()
+    {
+        cells.usm[0].id_tag[p + i] = t;
+        cells.usm[0].id[p + i] = 5;
+    }
+    let d = decode(&layout(), &cells, tag, &ids, "s1").unwrap();
+    assert!(d.stale.is_empty(), "{:?}", d.stale);
+    assert!(d.usm.buckets().iter().all(|b| b.flow.is_none()));
+}
