@@ -8,6 +8,7 @@
 //! and returns values, so tests and benchmarks call it directly.
 
 pub mod capacity;
+pub mod decide;
 pub mod detect;
 pub mod fabric;
 pub mod fault;

@@ -256,10 +256,7 @@ fn write_seeds() {
     loss[bad as usize] = 0.2;
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3);
     let probes = canary_sim::probes::bounce_probes(&topo, &loss, 3, &mut rng);
-    let faults = [canary_core::fault::Fault {
-        link: bad,
-        loss: 0.2,
-    }];
+    let faults = [canary_core::fault::Fault::constant(bad, 0.2)];
     let trace = canary::eval::trace::write_probes(&topo, &probes[..probes.len().min(12)], &faults);
     put(
         "flock_trace",

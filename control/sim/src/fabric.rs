@@ -9,6 +9,7 @@ use canary_core::capacity::Capacity;
 use canary_core::fabric::{
     Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
 };
+use canary_core::fault::{hits_flow, LinkLoss};
 use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::sketch::FlowHashes;
@@ -116,9 +117,11 @@ struct Packet {
     t: u64,
 }
 
-/// Per-link Bernoulli loss, drawn as geometric gaps between drops (one draw per drop).
-struct LinkLoss {
+/// Per-link Bernoulli loss, drawn as geometric gaps between drops (one draw per drop), on the
+/// packets of the share `flows` of flows ([`hits_flow`]).
+struct LinkDrops {
     p: f64,
+    flows: f64,
     until_drop: u64,
 }
 
@@ -129,7 +132,7 @@ pub struct SimFabric {
     masks: Vec<u32>,
     cfg: SimConfig,
     switches: Vec<SimSwitch>,
-    links: Vec<LinkLoss>,
+    links: Vec<LinkDrops>,
     flows: Vec<Flow>,
     free: Vec<u32>,
     next_send: BinaryHeap<Reverse<(u64, u32)>>,
@@ -191,8 +194,9 @@ impl SimFabric {
             .collect();
         let links = loss
             .iter()
-            .map(|&p| LinkLoss {
+            .map(|&p| LinkDrops {
                 p,
+                flows: 1.0,
                 until_drop: gap(p, &mut loss_rng),
             })
             .collect();
@@ -246,6 +250,19 @@ impl SimFabric {
         }
         f.driven = true;
         f
+    }
+
+    /// From now on each directed link drops as `losses` says (a fault schedule's next epoch).
+    /// A link whose rate changes draws its next drop afresh.
+    pub fn set_losses(&mut self, losses: &[LinkLoss]) {
+        assert_eq!(losses.len(), self.links.len(), "one loss per directed link");
+        for (l, new) in self.links.iter_mut().zip(losses) {
+            if l.p != new.p {
+                l.p = new.p;
+                l.until_drop = gap(new.p, &mut self.loss_rng);
+            }
+            l.flows = new.flows;
+        }
     }
 
     /// Switch `s`'s model, for a driver to write into and read from.
@@ -528,12 +545,16 @@ impl SimFabric {
             if last {
                 return self.finish(fi, true);
             }
-            let l = &mut self.links[f.links[hop] as usize];
-            if l.until_drop == 0 {
+            let link = f.links[hop];
+            let l = &mut self.links[link as usize];
+            if l.flows < 1.0 && !hits_flow(f.h.c32, link, l.flows) {
+                // A flow the fault spares.
+            } else if l.until_drop == 0 {
                 l.until_drop = gap(l.p, &mut self.loss_rng);
                 return self.finish(fi, false);
+            } else {
+                l.until_drop -= 1;
             }
-            l.until_drop -= 1;
             p.t += self.cfg.hop_latency_ns;
             p.hop += 1;
         }

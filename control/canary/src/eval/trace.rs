@@ -190,7 +190,7 @@ pub fn failing_links(topo: &Topology, trace: &FlockTrace) -> Vec<Fault> {
                 return None;
             }
             topo.link(f.from, f.to)
-                .map(|link| Fault { link, loss: f.rate })
+                .map(|link| Fault::constant(link, f.rate))
         })
         .collect()
 }
@@ -211,10 +211,7 @@ mod tests {
         loss[bad as usize] = 0.2;
         let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(3);
         let probes = bounce_probes(&t, &loss, 100, &mut rng);
-        let faults = [Fault {
-            link: bad,
-            loss: 0.2,
-        }];
+        let faults = [Fault::constant(bad, 0.2)];
         let text = write_probes(&t, &probes, &faults).to_text();
         assert!(text.starts_with("Failing_link "));
         assert_eq!(read_probes(&t, &text, "x").unwrap(), probes);
