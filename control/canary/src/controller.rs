@@ -10,13 +10,17 @@
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
 use crate::report::{
-    EpochReport, LinkReport, Phases, RuleCounts, SegmentReport, SwitchEvent, TableFull,
+    ClearedLink, EpochReport, LinkReport, Phases, RuleCounts, SegmentChange, SegmentReport,
+    SwitchEvent, TableFull,
+};
+use canary_core::decide::{
+    decided_observations, total_observations, Change, Decider, DecisionParams, LinkTimeline,
 };
 use canary_core::detect::{
     minus_meters, observations, EpochDetection, Observations, SegmentCount, Window, WindowCount,
 };
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
-use canary_core::localize::{CanaryParams, Localizer, Verdict};
+use canary_core::localize::{CanaryParams, Grouping, Localizer, Verdict};
 use canary_core::model::EPOCH_TAGS;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::score::wilson;
@@ -33,8 +37,12 @@ pub struct ControllerConfig {
     pub drain: Duration,
     /// n: epochs aggregated per localization.
     pub window: usize,
-    /// n′: a segment counts as lossy only with losses in at least this many epochs of the window.
+    /// n′: a segment counts as lossy only with losses in at least this many epochs of the window
+    /// (the paper's rule, when `decision` is `None`).
     pub min_lossy_epochs: u32,
+    /// Which segments are lossy: a sequential test against the background loss, or `None` for
+    /// the paper's loss floor and n′ of n rule.
+    pub decision: Option<DecisionParams>,
     pub selection: SelectionParams,
     pub canary: CanaryParams,
 }
@@ -46,9 +54,31 @@ impl Default for ControllerConfig {
             drain: Duration::from_millis(1),
             window: 5,
             min_lossy_epochs: 1,
+            decision: Some(DecisionParams::default()),
             selection: SelectionParams::default(),
             canary: CanaryParams::default(),
         }
+    }
+}
+
+/// Canary's localizer parameters: `groups` loss ranges (or equal-count groups), and the floor
+/// below which a link's loss is noise: `floor`, or under the sequential decision the background
+/// loss (a declared segment is already beyond it).
+pub fn localizer_params(
+    groups: usize,
+    quantile: bool,
+    floor: f64,
+    decision: Option<DecisionParams>,
+) -> CanaryParams {
+    let floor = decision.map_or(floor, |d| d.background);
+    CanaryParams {
+        floor,
+        groups: if quantile {
+            Grouping::Quantile(groups)
+        } else {
+            Grouping::fixed_n(groups, floor)
+        },
+        ..Default::default()
     }
 }
 
@@ -59,6 +89,8 @@ pub struct Controller {
     pub cfg: ControllerConfig,
     selector: FlowSelector,
     window: Window,
+    decider: Option<Decider>,
+    timeline: LinkTimeline,
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
     next_flip: Duration,
@@ -83,6 +115,11 @@ impl Controller {
         Self {
             selector: FlowSelector::new(cfg.selection),
             window: Window::new(cfg.window),
+            decider: cfg.decision.map(|p| {
+                let links: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
+                Decider::new(&links, p)
+            }),
+            timeline: LinkTimeline::default(),
             run_totals: BTreeMap::new(),
             epoch: 0,
             next_flip: Duration::ZERO,
@@ -278,15 +315,31 @@ impl Controller {
         }
         self.window.push(det.segments.clone());
         self.last = det.segments.clone();
-        let obs = observations(
-            &self.segments,
-            &self.window.totals(),
-            self.cfg.min_lossy_epochs,
-        );
+        let (obs, changes) = match &mut self.decider {
+            Some(d) => {
+                let changes = d.observe(self.epoch, &det.segments);
+                let obs = decided_observations(&self.segments, &self.window.totals(), d);
+                (obs, changes)
+            }
+            None => {
+                let obs = observations(
+                    &self.segments,
+                    &self.window.totals(),
+                    self.cfg.min_lossy_epochs,
+                );
+                (obs, vec![])
+            }
+        };
         let detect = t1.elapsed();
 
         let t2 = Instant::now();
-        let verdict = self.localizer().localize(&self.topo, &obs);
+        let verdict = if incomplete.is_some() {
+            Verdict::default()
+        } else {
+            self.localizer().localize(&self.topo, &obs)
+        };
+        let blamed_links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
+        let cleared = self.timeline.update(self.epoch, &blamed_links);
         let localize = t2.elapsed();
 
         let t3 = Instant::now();
@@ -340,7 +393,16 @@ impl Controller {
             segments_short: short,
             window_epochs: self.window.len(),
             lossy_segments: self.segment_reports(&obs),
+            segment_changes: self.segment_changes(&changes),
             blamed: self.link_reports(&verdict, &obs),
+            cleared: cleared
+                .iter()
+                .map(|c| ClearedLink {
+                    link: self.topo.link_names(c.link).map(String::from),
+                    since: c.since,
+                    last: c.last,
+                })
+                .collect(),
             selection: diff(self.selector.stats, before),
             hh_rules: self.selector.hh_rules(),
             rules,
@@ -420,9 +482,37 @@ impl Controller {
         }
     }
 
-    /// Observations over the whole run so far (every epoch aggregated).
+    /// Observations over the whole run so far (every epoch aggregated), each segment tested
+    /// once on its total.
     pub fn run_observations(&self) -> Observations {
-        observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs)
+        match &self.cfg.decision {
+            Some(p) => total_observations(&self.segments, &self.run_totals, p),
+            None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
+        }
+    }
+
+    fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {
+        let names = |s| {
+            self.segments
+                .get(s)
+                .switches
+                .iter()
+                .map(|&x| self.topo.name_of(x).to_string())
+                .collect()
+        };
+        changes
+            .iter()
+            .map(|c| match *c {
+                Change::Declared { segment, since } => SegmentChange {
+                    segment: names(segment),
+                    lossy_since: Some(since),
+                },
+                Change::Cleared { segment } => SegmentChange {
+                    segment: names(segment),
+                    lossy_since: None,
+                },
+            })
+            .collect()
     }
 
     /// The segments of `obs` that lost packets, lossiest first.
@@ -471,6 +561,7 @@ impl Controller {
                     loss: b.loss,
                     stage: Some(b.stage),
                     ci95: Some(wilson(b.loss, sent, 1.96)),
+                    since: self.timeline.since(b.link),
                 }
             })
             .collect()

@@ -7,7 +7,7 @@
 //! the target. Each epoch appends one JSON line to the report file (flushed, so it can be tailed
 //! while the daemon runs), prints the table, and updates the Prometheus metrics.
 
-use crate::controller::{Controller, ControllerConfig};
+use crate::controller::{localizer_params, Controller, ControllerConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
 use crate::report_file::ReportFile;
@@ -15,8 +15,8 @@ use crate::setup::{load_topology, prepare, Prepared};
 use crate::simulate::SimulationResult;
 use crate::standby;
 use anyhow::{bail, Context, Result};
+use canary_core::decide::DecisionParams;
 use canary_core::fault::{self, Fault};
-use canary_core::localize::{CanaryParams, Grouping};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
@@ -64,6 +64,8 @@ pub struct RunOptions {
     pub floor: f64,
     pub window: usize,
     pub min_lossy_epochs: u32,
+    /// Which segments are lossy (`None`: the paper's floor and n′ rule).
+    pub decision: Option<DecisionParams>,
     pub bmv2: Bmv2Options,
     pub tofino: TofinoOptions,
     /// A switch whose harvest takes longer is left out of the epoch.
@@ -353,12 +355,9 @@ fn controller_config(opts: &RunOptions) -> ControllerConfig {
         drain: opts.drain,
         window: opts.window,
         min_lossy_epochs: opts.min_lossy_epochs,
+        decision: opts.decision,
         selection: opts.selection,
-        canary: CanaryParams {
-            floor: opts.floor,
-            groups: Grouping::fixed_n(opts.groups, opts.floor),
-            ..Default::default()
-        },
+        canary: localizer_params(opts.groups, false, opts.floor, opts.decision),
     }
 }
 

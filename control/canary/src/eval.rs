@@ -574,16 +574,7 @@ fn per_flow_accuracy(
 
 /// Canary's localizer parameters as `run_full` sets them (groups and floor).
 fn canary_params(sim: &SimulateOptions) -> CanaryParams {
-    let mut p = CanaryParams {
-        floor: sim.floor,
-        ..Default::default()
-    };
-    p.groups = if sim.quantile_groups {
-        canary_core::localize::Grouping::Quantile(sim.groups)
-    } else {
-        canary_core::localize::Grouping::fixed_n(sim.groups, sim.floor)
-    };
-    p
+    crate::controller::localizer_params(sim.groups, sim.quantile_groups, sim.floor, sim.decision)
 }
 
 /// The table for people: one row per localizer.

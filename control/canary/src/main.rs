@@ -6,6 +6,7 @@ use canary::eval;
 use canary::report::{render_epoch, render_summary};
 use canary::setup::{load_topology, prepare};
 use canary::simulate::{self, SimulateOptions};
+use canary_core::decide::DecisionParams;
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
@@ -97,6 +98,37 @@ fn role_gateway(a: RoleGatewayArgs) -> anyhow::Result<()> {
     })
 }
 
+/// How a segment is judged lossy, for `simulate` and `run`.
+#[derive(Args, Clone, Debug)]
+struct DecisionArgs {
+    /// `sequential`: a test of each segment against the background loss, accumulating evidence
+    /// over epochs, with the false-alarm rate below; `floor`: the paper's rule (loss above
+    /// --floor in --min-lossy-epochs of --window epochs).
+    #[arg(long, default_value = "sequential", value_parser = ["sequential", "floor"])]
+    decision: String,
+    /// Sequential: the most a healthy link loses, per packet.
+    #[arg(long, default_value_t = DecisionParams::default().background)]
+    background: f64,
+    /// Sequential: expected false alarms per epoch over the whole fabric.
+    #[arg(long, default_value_t = DecisionParams::default().false_alarms)]
+    false_alarms: f64,
+}
+
+impl DecisionArgs {
+    fn params(&self) -> Result<Option<DecisionParams>> {
+        if self.decision == "floor" {
+            return Ok(None);
+        }
+        let p = DecisionParams {
+            background: self.background,
+            false_alarms: self.false_alarms,
+        };
+        p.validate()
+            .map_err(|e| anyhow::anyhow!("--{}", e.replacen('_', "-", 1)))?;
+        Ok(Some(p))
+    }
+}
+
 #[derive(Args)]
 struct SimulateArgs {
     /// `fattree:K` or a YAML topology file.
@@ -145,6 +177,8 @@ struct SimulateArgs {
     /// n′: epochs of the window a segment must lose packets in to count as lossy.
     #[arg(long, default_value_t = 1)]
     min_lossy_epochs: u32,
+    #[command(flatten)]
+    decision: DecisionArgs,
     /// Long, fast flows each simulated host keeps open.
     #[arg(long, default_value_t = 80)]
     elephants_per_host: u32,
@@ -357,6 +391,7 @@ fn simulate_cmd(a: SimulateArgs) -> Result<()> {
         epoch: Duration::from_millis(a.epoch_ms),
         window: a.window,
         min_lossy_epochs: a.min_lossy_epochs,
+        decision: a.decision.params()?,
         elephants_per_host: a.elephants_per_host,
         mice_per_host: a.mice_per_host,
         ipv6_share: a.ipv6,
@@ -453,6 +488,8 @@ struct RunArgs {
     window: usize,
     #[arg(long, default_value_t = 1)]
     min_lossy_epochs: u32,
+    #[command(flatten)]
+    decision: DecisionArgs,
     /// P4Runtime election id; the highest one connected is the primary and the only writer.
     #[arg(long, default_value_t = 1)]
     election_id: u64,
@@ -508,6 +545,7 @@ fn run_cmd(a: RunArgs) -> Result<()> {
         floor: a.floor,
         window: a.window,
         min_lossy_epochs: a.min_lossy_epochs,
+        decision: a.decision.params()?,
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
             attach: !a.role.is_empty(),

@@ -31,7 +31,13 @@ pub struct EpochReport {
     pub window_epochs: usize,
     /// Segments with losses over the window; `used` is false when the n′ filter set them aside.
     pub lossy_segments: Vec<SegmentReport>,
+    /// Segments declared lossy (with the epoch the loss began) or all-clear this epoch.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub segment_changes: Vec<SegmentChange>,
     pub blamed: Vec<LinkReport>,
+    /// Links blamed until the epoch before and not in this one: their all-clear.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cleared: Vec<ClearedLink>,
     pub selection: SelectionStats,
     pub hh_rules: usize,
     pub rules: RuleCounts,
@@ -74,7 +80,9 @@ impl EpochReport {
             segments_short: 0,
             window_epochs: 0,
             lossy_segments: vec![],
+            segment_changes: vec![],
             blamed: vec![],
+            cleared: vec![],
             selection: SelectionStats::default(),
             hh_rules: 0,
             rules: RuleCounts::default(),
@@ -126,6 +134,24 @@ pub struct LinkReport {
     /// segments through the link as trials (sampling uncertainty, not model error).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci95: Option<[f64; 2]>,
+    /// The epoch since which the link has been blamed without a break.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub since: Option<u64>,
+}
+
+/// A segment declared lossy (`lossy_since`: the epoch its loss began) or all-clear (`None`).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SegmentChange {
+    pub segment: Vec<String>,
+    pub lossy_since: Option<u64>,
+}
+
+/// A link's all-clear: blamed from epoch `since` to `last`, not in this one.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ClearedLink {
+    pub link: [String; 2],
+    pub since: u64,
+    pub last: u64,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -166,6 +192,31 @@ pub struct Summary {
     /// where a fault could not have been seen.
     #[serde(default)]
     pub coverage: Vec<SegmentReport>,
+    /// The run scored epoch by epoch against the fault schedule.
+    #[serde(default)]
+    pub over_time: OverTimeReport,
+}
+
+/// [`canary_core::score::OverTime`] with names.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct OverTimeReport {
+    pub faults: Vec<FaultTimingReport>,
+    pub false_positive_link_epochs: u64,
+    pub link_epochs: Score,
+}
+
+/// One episode of one injected fault: from its onset to its repair, when it was first blamed
+/// and when it was all-clear.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct FaultTimingReport {
+    pub link: [String; 2],
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub device: Option<String>,
+    pub loss: f64,
+    pub onset: u64,
+    pub repair: Option<u64>,
+    pub detected: Option<u64>,
+    pub cleared: Option<u64>,
 }
 
 fn short(n: u64) -> String {
@@ -283,9 +334,13 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
                 .ci95
                 .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
                 .unwrap_or_default();
+            let since = b
+                .since
+                .map(|e| format!("  since epoch {e}"))
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "    {:<24} loss {:>7.4}{ci}{stage}",
+                "    {:<24} loss {:>7.4}{ci}{stage}{since}",
                 format!("{}→{}", b.link[0], b.link[1]),
                 b.loss
             );
@@ -294,7 +349,47 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
         }
     }
+    for c in &r.cleared {
+        let _ = writeln!(
+            s,
+            "  all-clear      {}→{}  (blamed epochs {}–{})",
+            c.link[0], c.link[1], c.since, c.last
+        );
+    }
     s
+}
+
+/// Each fault episode's time to detect and to clear, and the false positives over time.
+fn render_over_time(s: &mut String, o: &OverTimeReport) {
+    let _ = writeln!(
+        s,
+        "over time: link-epochs precision {:.3} recall {:.3} F1 {:.3}; {} false-positive link-epochs",
+        o.link_epochs.precision, o.link_epochs.recall, o.link_epochs.f1, o.false_positive_link_epochs
+    );
+    let epoch = |x: Option<u64>, from: Option<u64>| match (x, from) {
+        (Some(x), Some(f)) => format!("{x} (+{})", x - f),
+        _ => "never".to_string(),
+    };
+    for f in &o.faults {
+        let dev = f
+            .device
+            .as_ref()
+            .map(|d| format!(" [device {d}]"))
+            .unwrap_or_default();
+        let repair = match f.repair {
+            Some(r) => format!(", repaired {r}, all-clear {}", epoch(f.cleared, Some(r))),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "  {}→{}{dev} loss {:.4} from {}: detected {}{repair}",
+            f.link[0],
+            f.link[1],
+            f.loss,
+            f.onset,
+            epoch(f.detected, Some(f.onset))
+        );
+    }
 }
 
 pub fn render_summary(sum: &Summary, faults: usize) -> String {
@@ -330,6 +425,9 @@ pub fn render_summary(sum: &Summary, faults: usize) -> String {
             "  false positive  {}→{}  (estimated loss {:.4})",
             m.link[0], m.link[1], m.loss
         );
+    }
+    if !sum.over_time.faults.is_empty() || sum.over_time.false_positive_link_epochs > 0 {
+        render_over_time(&mut s, &sum.over_time);
     }
     s
 }

@@ -1,16 +1,17 @@
 //! `canary simulate`: the whole pipeline on the simulated fabric, scored against the injected
 //! faults. The controller sees only what the meters recorded, through the `Fabric` trait.
 
-use crate::controller::{Controller, ControllerConfig};
-use crate::report::{EpochReport, LinkReport, Summary};
+use crate::controller::{localizer_params, Controller, ControllerConfig};
+use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
 use crate::setup::{load_faults, load_topology, prepare};
 use anyhow::Result;
-use canary_core::fault::{loss_vector, Fault};
-use canary_core::localize::{Grouping, Localizer};
+use canary_core::decide::DecisionParams;
+use canary_core::fault::{background, link_losses, with_faults, Fault};
+use canary_core::localize::Localizer;
 use canary_core::pathbf::PathBfParams;
-use canary_core::score::Score;
+use canary_core::score::{over_time, Score};
 use canary_core::select::SelectionParams;
-use canary_core::topo::{LinkIx, MonitorPlacement};
+use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
 use canary_sim::{SimConfig, SimFabric};
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -32,6 +33,8 @@ pub struct SimulateOptions {
     pub epoch: Duration,
     pub window: usize,
     pub min_lossy_epochs: u32,
+    /// Which segments are lossy (`None`: the paper's floor and n′ rule).
+    pub decision: Option<DecisionParams>,
     pub elephants_per_host: u32,
     pub mice_per_host: u32,
     /// Share of the flows over IPv6.
@@ -56,6 +59,7 @@ impl Default for SimulateOptions {
             epoch: Duration::from_millis(100),
             window: 5,
             min_lossy_epochs: 1,
+            decision: Some(DecisionParams::default()),
             elephants_per_host: SimConfig::default().traffic.elephants.flows_per_host,
             mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
             ipv6_share: 0.0,
@@ -96,7 +100,7 @@ impl SimulationResult {
                     }
                 })
                 .collect(),
-            summary: summarize(ctl, faults, epochs.len()),
+            summary: summarize(ctl, faults, &epochs),
             epochs,
         }
     }
@@ -123,7 +127,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let faults = load_faults(&opts.faults, &topo, &mut rng)?;
-    let loss = loss_vector(&topo, &faults, opts.noise, &mut rng);
+    let bg = background(&topo, opts.noise, &mut rng);
+    let loss = with_faults(&bg, &faults);
     let prep = prepare(topo, opts.pathbf)?;
     let mut sim_cfg = SimConfig {
         seed: opts.seed,
@@ -133,20 +138,13 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
     sim_cfg.ipv6_share = opts.ipv6_share;
     let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss.clone(), sim_cfg);
-    let mut canary = canary_core::localize::CanaryParams {
-        floor: opts.floor,
-        ..Default::default()
-    };
-    canary.groups = if opts.quantile_groups {
-        Grouping::Quantile(opts.groups)
-    } else {
-        Grouping::fixed_n(opts.groups, opts.floor)
-    };
+    let canary = localizer_params(opts.groups, opts.quantile_groups, opts.floor, opts.decision);
     let cfg = ControllerConfig {
         epoch: opts.epoch,
         drain: fabric.drain_time(),
         window: opts.window,
         min_lossy_epochs: opts.min_lossy_epochs,
+        decision: opts.decision,
         selection: SelectionParams {
             eta: opts.eta,
             ..opts.selection
@@ -158,7 +156,9 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     rt.block_on(async {
         ctl.start(&mut fabric).await;
-        for _ in 0..opts.epochs {
+        for e in 0..opts.epochs {
+            // The faults as the schedule has them in this epoch (and their share of flows).
+            fabric.set_losses(&link_losses(&bg, &faults, u64::from(e)));
             let r = ctl.run_epoch(&mut fabric).await;
             on_epoch(&r);
             epochs.push(r);
@@ -176,7 +176,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
 
 /// Localizes the whole run's counts at once (the most packets, the tightest estimates) and
 /// scores the verdict on directed links.
-pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
+pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) -> Summary {
+    let epochs = reports.len();
     let topo = &ctl.topo;
     let t = std::time::Instant::now();
     let obs = ctl.run_observations();
@@ -197,6 +198,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
             loss,
             stage: None,
             ci95: None,
+            since: None,
         }
     };
     let missed = faults
@@ -225,5 +227,38 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], epochs: usize) -> Summary {
         false_positives,
         localize_ms,
         coverage: ctl.all_segment_reports(&obs),
+        over_time: over_time_report(topo, faults, reports),
+    }
+}
+
+/// The run scored epoch by epoch against the schedule (every fault constant: from epoch 0 on).
+fn over_time_report(topo: &Topology, faults: &[Fault], reports: &[EpochReport]) -> OverTimeReport {
+    let blamed: Vec<Vec<LinkIx>> = reports
+        .iter()
+        .map(|r| {
+            r.blamed
+                .iter()
+                .filter_map(|b| topo.link_by_names(&b.link[0], &b.link[1]))
+                .collect()
+        })
+        .collect();
+    let o = over_time(faults, &blamed, topo.links.len());
+    let names = |l: LinkIx| topo.link_names(l).map(String::from);
+    OverTimeReport {
+        faults: o
+            .faults
+            .iter()
+            .map(|t| FaultTimingReport {
+                link: names(t.link),
+                device: t.device.map(|d| topo.name_of(d).to_string()),
+                loss: t.loss,
+                onset: t.onset,
+                repair: t.repair,
+                detected: t.detected,
+                cleared: t.cleared,
+            })
+            .collect(),
+        false_positive_link_epochs: o.false_positive_link_epochs,
+        link_epochs: o.link_epochs,
     }
 }

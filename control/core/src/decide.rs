@@ -6,8 +6,10 @@
 //! carried, one per alternative loss rate `p1` on a grid (`p0·4`, `p0·16`, … below ½): every
 //! epoch adds the log-likelihood ratio of its `lost` of `sent` under `p1` against `p0`, and
 //! the sum restarts at 0 when it falls below. A segment is declared lossy when any sum reaches
-//! `h`. A lossy segment is watched by a second CUSUM, of `p0` against the rate that declared
-//! it; when that one reaches `h` the segment is all-clear, and watched as before.
+//! `h`. A lossy segment is watched by a second CUSUM, of `p0` against the least its loss has
+//! been (the rate that declared it, raised to the lower end of the 99.7 % Wilson interval of its
+//! counts since the loss began); when that one reaches `h` the segment is all-clear, and
+//! watched as before.
 //!
 //! Why this bound holds: from any epoch on, the likelihood ratio of a segment whose loss is at
 //! most `p0` is a supermartingale of mean at most 1, so by Ville's inequality it ever reaches
@@ -15,15 +17,15 @@
 //! earlier epoch reaching `e^h`; one new start per epoch, per arm, per segment. So the expected
 //! number of false alarms per epoch over the fabric is at most `arms × segments × e^-h`, and
 //! `h = ln(arms × segments / false_alarms)` gives the rate the operator asked for. The same
-//! argument bounds false all-clears of a segment still losing at the rate that declared it.
+//! argument bounds false all-clears of a segment still losing at least that rate.
 //!
 //! The expected packets to a decision grow like `h / KL(p ‖ p0)`: a small loss is found once
 //! enough packets have crossed the segment, however many epochs that takes.
 //!
 //! [`lossy_in_total`] is the same test once, on counts taken together (a whole run).
 
-use crate::detect::SegmentCount;
-use crate::topo::SegmentId;
+use crate::detect::{Observations, ObservedSegment, SegmentCount, WindowCount};
+use crate::topo::{SegmentId, Segments};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -114,7 +116,8 @@ pub struct Lossy {
     /// Packets sent and lost from `since` on: the loss estimate.
     pub sent: u64,
     pub lost: u64,
-    /// The rate that declared it, which the all-clear test weighs against `p0`.
+    /// The loss the all-clear test weighs against `p0`: the rate that declared it, raised to
+    /// what the counts since show it has at least been.
     pub rate: f64,
     #[serde(skip)]
     clear: Cusum,
@@ -213,6 +216,12 @@ impl Decider {
                 State::Lossy(l) => {
                     l.sent += c.sent;
                     l.lost += c.lost;
+                    // Weighed against the least the loss has been, by its counts so far (the
+                    // lower end of a 99.7 % interval) and never below the rate that declared it:
+                    // the larger the loss, the sooner its repair shows.
+                    let q = l.lost as f64 / l.sent as f64;
+                    let low = crate::score::wilson(q, l.sent, 3.0)[0];
+                    l.rate = l.rate.max(low.min(0.5));
                     let step = llr(c, p0, l.rate);
                     l.clear.add(epoch, c, step);
                     if l.clear.sum >= self.h {
@@ -274,3 +283,71 @@ pub fn lossy_in_total(
 
 #[cfg(test)]
 mod tests;
+
+mod timeline;
+pub use timeline::{Cleared, LinkTimeline};
+
+/// The segments handed to a localizer under the decision: a lossy segment with its counts since
+/// its loss began; one that lost nothing over the window as loss-free (success 1); one that lost
+/// packets but is not declared is set aside ([`ObservedSegment::set_aside`]): not enough to
+/// blame its links, nor to clear them.
+pub fn decided_observations(
+    segments: &Segments,
+    window: &BTreeMap<SegmentId, WindowCount>,
+    decider: &Decider,
+) -> Observations {
+    let mut out: BTreeMap<SegmentId, ObservedSegment> = BTreeMap::new();
+    for (&s, c) in window.iter().filter(|(_, c)| c.sent > 0) {
+        out.insert(s, observed(segments, s, c.sent, c.lost, false));
+    }
+    for (s, l) in decider.lossy().filter(|(_, l)| l.sent > 0) {
+        out.insert(s, observed(segments, s, l.sent, l.lost, true));
+    }
+    Observations {
+        segments: out.into_values().collect(),
+    }
+}
+
+/// The whole run's counts, each segment tested once ([`lossy_in_total`]).
+pub fn total_observations(
+    segments: &Segments,
+    totals: &BTreeMap<SegmentId, WindowCount>,
+    params: &DecisionParams,
+) -> Observations {
+    let n = segments.len();
+    let segments = totals
+        .iter()
+        .filter(|(_, c)| c.sent > 0)
+        .map(|(&s, c)| {
+            let count = SegmentCount {
+                sent: c.sent,
+                lost: c.lost,
+                flows: 0,
+            };
+            let lossy = lossy_in_total(&count, segments.get(s).links.len(), n, params);
+            observed(segments, s, c.sent, c.lost, lossy)
+        })
+        .collect();
+    Observations { segments }
+}
+
+fn observed(
+    segments: &Segments,
+    s: SegmentId,
+    sent: u64,
+    lost: u64,
+    lossy: bool,
+) -> ObservedSegment {
+    ObservedSegment {
+        segment: s,
+        subproblem: segments.subproblem_of[s as usize],
+        links: segments.get(s).links.clone(),
+        sent,
+        lost,
+        success: if lossy {
+            (sent - lost.min(sent)) as f64 / sent as f64
+        } else {
+            1.0
+        },
+    }
+}

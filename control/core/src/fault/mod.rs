@@ -187,7 +187,12 @@ pub fn link_losses(background: &[f64], faults: &[Fault], epoch: u64) -> Vec<Link
 /// `noise` on every other link ([`background`]). Drawn in the same order as before schedules
 /// existed, so a seed gives the same rates.
 pub fn loss_vector(topo: &Topology, faults: &[Fault], noise: f64, rng: &mut impl Rng) -> Vec<f64> {
-    let mut loss = background(topo, noise, rng);
+    with_faults(&background(topo, noise, rng), faults)
+}
+
+/// Each link's rate with every fault on, whatever its schedule, over `background`.
+pub fn with_faults(background: &[f64], faults: &[Fault]) -> Vec<f64> {
+    let mut loss = background.to_vec();
     for f in faults {
         loss[f.link as usize] = f.loss;
     }

@@ -26,25 +26,31 @@ impl Score {
         let tp = b.intersection(&t).count();
         let fp = b.len() - tp;
         let fn_ = t.len() - tp;
-        let precision = if b.is_empty() {
+        Self::from_counts(tp, fp, fn_, n_links.saturating_sub(tp + fp + fn_))
+    }
+
+    /// The score of these counts (summed over epochs, say).
+    pub fn from_counts(tp: usize, fp: usize, fn_: usize, tn: usize) -> Self {
+        let precision = if tp + fp == 0 {
             1.0
         } else {
-            tp as f64 / b.len() as f64
+            tp as f64 / (tp + fp) as f64
         };
-        let recall = if t.is_empty() {
+        let recall = if tp + fn_ == 0 {
             1.0
         } else {
-            tp as f64 / t.len() as f64
+            tp as f64 / (tp + fn_) as f64
         };
         let f1 = if precision + recall == 0.0 {
             0.0
         } else {
             2.0 * precision * recall / (precision + recall)
         };
-        let accuracy = if n_links == 0 {
+        let all = tp + fp + fn_ + tn;
+        let accuracy = if all == 0 {
             1.0
         } else {
-            (n_links - fp - fn_) as f64 / n_links as f64
+            (tp + tn) as f64 / all as f64
         };
         Self {
             tp,
@@ -113,3 +119,6 @@ mod wilson_tests {
         assert_eq!(wilson(0.3, 0, 1.96), [0.0, 1.0]);
     }
 }
+
+mod over_time;
+pub use over_time::{over_time, FaultTiming, OverTime};
