@@ -122,7 +122,9 @@ def load_topology(path):
 
 
 def load_faults(path, links):
-    """Directed faults [(from, to, loss)] from a fault file (the controller's format)."""
+    """Directed faults [(from, to, loss, from_epoch, until_epoch)] from a fault file (the
+    controller's format). The testbed injects on links, in the epochs given; the controller's
+    other fault shapes (devices, shares of flows, flapping, corruption) run in the simulator."""
     if path is None:
         return []
     try:
@@ -137,7 +139,11 @@ def load_faults(path, links):
     for i, f in enumerate(doc["faults"]):
         if not isinstance(f, dict):
             raise InputError(f"{path}: faults[{i}]: expected a mapping")
-        unknown = set(f) - {"link", "loss", "both_directions"}
+        simulator_only = set(f) & {"device", "ports", "period", "duty", "flows", "corruption"}
+        if simulator_only:
+            raise InputError(f"{path}: faults[{i}].{sorted(simulator_only)[0]}: the testbed "
+                             "injects loss on links only (this shape runs in `canary simulate`)")
+        unknown = set(f) - {"link", "loss", "both_directions", "from_epoch", "until_epoch"}
         if unknown:
             raise InputError(f"{path}: faults[{i}]: unknown field `{sorted(unknown)[0]}`")
         link = f.get("link")
@@ -149,11 +155,18 @@ def load_faults(path, links):
         loss = f.get("loss")
         if not isinstance(loss, (int, float)) or not 0.0 <= loss <= 1.0:
             raise InputError(f"{path}: faults[{i}].loss: {loss!r} is not a probability in [0, 1]")
+        start, until = f.get("from_epoch", 0), f.get("until_epoch")
+        for name, v in (("from_epoch", start), ("until_epoch", until)):
+            if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
+                raise InputError(f"{path}: faults[{i}].{name}: {v!r} is not an epoch number")
+        if until is not None and until <= start:
+            raise InputError(f"{path}: faults[{i}].until_epoch: {until} is not after "
+                             f"from_epoch {start}: the fault would never drop")
         pairs = [(a, b)] + ([(b, a)] if f.get("both_directions") else [])
         for x, y in pairs:
-            if any((x, y) == (p, q) for p, q, _ in out):
+            if any((x, y) == (p, q) for p, q, *_ in out):
                 raise InputError(f"{path}: faults[{i}]: link [{x}, {y}] is given twice")
-            out.append((x, y, float(loss)))
+            out.append((x, y, float(loss), start, until))
     return out
 
 
@@ -322,6 +335,11 @@ class Fabric:
         os.makedirs(os.path.join(self.state, "traffic"), exist_ok=True)
         self.switches, self.links = load_topology(args.topology)
         self.faults = load_faults(args.faults, self.links)
+        self.faults_on = set()
+        self.started = set()
+        self.dropped_before = {}
+        self.report_pos = 0
+        self.schedule_log = []
         self.ports = plan_ports(self.switches, self.links)
         self.hosts = [(h, a, s["name"]) for s in self.switches for h, a, _ in s["hosts"]]
         self.addr6 = {h: a6 for s in self.switches for h, _, a6 in s["hosts"]}
@@ -421,7 +439,15 @@ class Fabric:
                 time.sleep(0.2)
 
     def apply_faults(self):
-        """Drops packets at the egress of FROM's interface toward TO with probability `loss`.
+        """Starts the faults that drop from the first epoch; the others wait for their epoch
+        (`follow_schedule`)."""
+        for x, y, loss, start, _ in self.faults:
+            if start == 0:
+                self.fault_on(x, y, loss)
+                self.started.add((x, y))
+
+    def fault_on(self, x, y, loss):
+        """Drops packets at the egress of X's interface toward Y with probability `loss`.
 
         `tc netem loss` when the kernel has sch_netem. Kernels built without it (this project's
         VMs: CONFIG_NET_SCH_NETEM is not set) get the same Bernoulli drop from a four-instruction
@@ -430,32 +456,79 @@ class Fabric:
         in the kernel's transmit path for every frame BMv2 sends on DEV, and both count their drops
         in `tc -s qdisc show dev DEV`.
         """
-        method = self.args.loss_method
-        for x, y, loss in self.faults:
-            dev = self.intf(x, y)
-            if loss <= 0.0:
+        dev = self.intf(x, y)
+        self.faults_on.add((x, y))
+        if loss <= 0.0:
+            return
+        method = self.fault_method or self.args.loss_method
+        if method in ("auto", "netem"):
+            p = subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
+                                f"{loss * 100:.6g}%"], capture_output=True, text=True)
+            if p.returncode == 0:
+                method = "netem"
+            elif method == "auto" and "unknown" in p.stderr:
+                log("this kernel has no netem (sch_netem); injecting loss with a classic-BPF "
+                    "random dropper on the clsact egress hook instead")
+                method = "bpf"
+            else:
+                raise RuntimeError(f"tc qdisc replace dev {dev} root netem: {p.stderr.strip()}")
+        if method == "bpf":
+            # Drop iff rand <= thr, i.e. with probability (thr + 1) / 2^32 = loss.
+            thr = min(round(loss * 2**32), 2**32) - 1
+            prog = f"4,32 0 0 {0xFFFFF000 + 56},37 1 0 {thr},6 0 0 2,6 0 0 0"
+            run(["tc", "qdisc", "replace", "dev", dev, "clsact"])
+            run(["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1",
+                 "bpf", "da", "bytecode", prog])
+        self.fault_method = method
+        shown = run(["tc", "qdisc", "show", "dev", dev]).strip().replace("\n", "; ")
+        log(f"fault {x}->{y} loss {loss:g}: {dev} egress ({method}): {shown}")
+
+    def fault_off(self, x, y):
+        """Repairs the link: its dropper goes, its drop count is kept for the accounting."""
+        dev = self.intf(x, y)
+        self.faults_on.discard((x, y))
+        if self.fault_method == "netem":
+            # Deleting the qdisc deletes its counters: keep what it dropped.
+            self.dropped_before[(x, y)] = self.fault_drops()[f"{x}->{y}"]["dropped"]
+            run(["tc", "qdisc", "del", "dev", dev, "root"])
+        elif self.fault_method == "bpf":
+            # The clsact qdisc, which holds the drop count, stays.
+            run(["tc", "filter", "del", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf"])
+        log(f"fault {x}->{y} repaired: {dev}")
+
+    def follow_schedule(self):
+        """Starts and repairs scheduled faults as the controller's report reaches their epochs:
+        once epoch N-1 is reported, the switches count in epoch N."""
+        if not any(start > 0 or until is not None for *_, start, until in self.faults):
+            return
+        path = os.path.join(self.state, "report.jsonl")
+        try:
+            with open(path) as f:
+                f.seek(self.report_pos)
+                text = f.read()
+        except FileNotFoundError:
+            return
+        # Whole lines only: a line still being written is read next time.
+        text = text[:text.rfind("\n") + 1]
+        self.report_pos += len(text.encode())
+        for line in text.splitlines():
+            try:
+                epoch = int(json.loads(line)["epoch"])
+            except (ValueError, KeyError, TypeError):
                 continue
-            if method in ("auto", "netem"):
-                p = subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
-                                    f"{loss * 100:.6g}%"], capture_output=True, text=True)
-                if p.returncode == 0:
-                    method = "netem"
-                elif method == "auto" and "unknown" in p.stderr:
-                    log("this kernel has no netem (sch_netem); injecting loss with a classic-BPF "
-                        "random dropper on the clsact egress hook instead")
-                    method = "bpf"
-                else:
-                    raise RuntimeError(f"tc qdisc replace dev {dev} root netem: {p.stderr.strip()}")
-            if method == "bpf":
-                # Drop iff rand <= thr, i.e. with probability (thr + 1) / 2^32 = loss.
-                thr = min(round(loss * 2**32), 2**32) - 1
-                prog = f"4,32 0 0 {0xFFFFF000 + 56},37 1 0 {thr},6 0 0 2,6 0 0 0"
-                run(["tc", "qdisc", "replace", "dev", dev, "clsact"])
-                run(["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1",
-                     "bpf", "da", "bytecode", prog])
-            self.fault_method = method
-            shown = run(["tc", "qdisc", "show", "dev", dev]).strip().replace("\n", "; ")
-            log(f"fault {x}->{y} loss {loss:g}: {dev} egress ({method}): {shown}")
+            now = epoch + 1
+            for x, y, loss, start, until in self.faults:
+                on = (x, y) in self.faults_on
+                due = start <= now and (until is None or now < until)
+                if on and not due:
+                    self.fault_off(x, y)
+                    self.schedule_log.append({"link": f"{x}->{y}", "off_in_epoch": now,
+                                              "at": time.time()})
+                elif due and not on and (x, y) not in self.started:
+                    self.fault_on(x, y, loss)
+                    self.started.add((x, y))
+                    self.schedule_log.append({"link": f"{x}->{y}", "on_in_epoch": now,
+                                              "at": time.time()})
 
     def acct_counter(self, dev, direction):
         return "c_" + dev.replace("-", "_") + "_" + direction
@@ -530,11 +603,11 @@ class Fabric:
     def fault_drops(self):
         """Packets each faulty directed link has dropped so far (from `tc -s qdisc`)."""
         out = {}
-        for x, y, loss in self.faults:
+        for x, y, loss, *_ in self.faults:
             dev = self.intf(x, y)
             p = subprocess.run(["tc", "-s", "qdisc", "show", "dev", dev], capture_output=True,
                                text=True)
-            dropped = 0
+            dropped = self.dropped_before.get((x, y), 0)
             for line in p.stdout.splitlines():
                 line = line.strip()
                 if line.startswith("Sent "):
@@ -588,7 +661,8 @@ class Fabric:
                      "intf": f"{h}-eth0", "switch_port": self.ports[s][h]}
                  for h, addr, s in self.hosts}
         faults = [{"link": [x, y], "loss": loss, "intf": self.intf(x, y),
-                   "method": self.fault_method} for x, y, loss in self.faults]
+                   "method": self.fault_method, "from_epoch": start, "until_epoch": until}
+                  for x, y, loss, start, until in self.faults]
         with open(os.path.join(self.state, "fabric.json"), "w") as f:
             json.dump({"hosts": hosts, "faults": faults, "switches": doc["switches"]}, f, indent=1)
 
@@ -686,6 +760,9 @@ class Fabric:
                     f"({100 * rate:.2f} %, injected {100 * d['loss']:g} %)")
             with open(os.path.join(self.state, "fault_drops.json"), "w") as f:
                 json.dump(drops, f, indent=1)
+            if self.schedule_log:
+                with open(os.path.join(self.state, "fault_schedule.json"), "w") as f:
+                    json.dump(self.schedule_log, f, indent=1)
         if self.net is not None:
             self.save_link_load()
             for sw in self.net.switches:
@@ -793,6 +870,7 @@ def main():
                 break
             if args.hold and time.time() - t0 > args.hold:
                 break
+            fabric.follow_schedule()
             if int(time.time() * 5) % 5 == 0:
                 with open("/proc/loadavg") as f:
                     fabric.load.append(float(f.read().split()[0]))

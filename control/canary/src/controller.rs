@@ -10,8 +10,8 @@
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
 use crate::report::{
-    ClearedLink, EpochReport, LinkReport, Phases, RuleCounts, SegmentChange, SegmentReport,
-    SwitchEvent, TableFull,
+    ClearedLink, DeviceReport, EpochReport, LinkReport, Phases, RuleCounts, SegmentChange,
+    SegmentReport, SwitchEvent, TableFull,
 };
 use canary_core::decide::{
     decided_observations, total_observations, Change, Decider, DecisionParams, LinkTimeline,
@@ -23,7 +23,7 @@ use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{CanaryParams, Grouping, Localizer, Verdict};
 use canary_core::model::EPOCH_TAGS;
 use canary_core::pathbf::PathBfCodec;
-use canary_core::score::wilson;
+use canary_core::score::{devices, wilson};
 use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
@@ -395,6 +395,14 @@ impl Controller {
             lossy_segments: self.segment_reports(&obs),
             segment_changes: self.segment_changes(&changes),
             blamed: self.link_reports(&verdict, &obs),
+            devices: devices(&self.topo, &blamed_links)
+                .into_iter()
+                .map(|d| DeviceReport {
+                    switch: self.topo.name_of(d.switch).to_string(),
+                    inbound: d.inbound,
+                    links: self.topo.neighbors(d.switch).len(),
+                })
+                .collect(),
             cleared: cleared
                 .iter()
                 .map(|c| ClearedLink {

@@ -35,6 +35,10 @@ pub struct EpochReport {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub segment_changes: Vec<SegmentChange>,
     pub blamed: Vec<LinkReport>,
+    /// Switches whose every link in (or out) is blamed: a device fault, which segments cannot
+    /// tell from its links' (drops on all links out look like drops on all links in).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<DeviceReport>,
     /// Links blamed until the epoch before and not in this one: their all-clear.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cleared: Vec<ClearedLink>,
@@ -82,6 +86,7 @@ impl EpochReport {
             lossy_segments: vec![],
             segment_changes: vec![],
             blamed: vec![],
+            devices: vec![],
             cleared: vec![],
             selection: SelectionStats::default(),
             hh_rules: 0,
@@ -144,6 +149,14 @@ pub struct LinkReport {
 pub struct SegmentChange {
     pub segment: Vec<String>,
     pub lossy_since: Option<u64>,
+}
+
+/// A switch blamed as a device: all `links` of its links in (`inbound`) or out are blamed.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct DeviceReport {
+    pub switch: String,
+    pub inbound: bool,
+    pub links: usize,
 }
 
 /// A link's all-clear: blamed from epoch `since` to `last`, not in this one.
@@ -348,6 +361,15 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
         if r.blamed.len() > max_rows {
             let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
         }
+    }
+    for d in &r.devices {
+        let _ = writeln!(
+            s,
+            "  device         {}: all {} links {} blamed: the switch itself, or all of them",
+            d.switch,
+            d.links,
+            if d.inbound { "in" } else { "out" }
+        );
     }
     for c in &r.cleared {
         let _ = writeln!(

@@ -9,7 +9,7 @@ use canary_core::decide::DecisionParams;
 use canary_core::fault::{background, link_losses, with_faults, Fault};
 use canary_core::localize::Localizer;
 use canary_core::pathbf::PathBfParams;
-use canary_core::score::{over_time, Score};
+use canary_core::score::{as_scored, over_time, Score};
 use canary_core::select::SelectionParams;
 use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
 use canary_sim::{SimConfig, SimFabric};
@@ -185,6 +185,8 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
     let localize_ms = t.elapsed().as_secs_f64() * 1e3;
     let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
     let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
+    // A device fault blamed as its switch (all links in, or all out) scores as found.
+    let blamed = as_scored(topo, faults, &blamed);
     let score = Score::of(&blamed, &truth, topo.links.len());
     let stages = verdict
         .stages
@@ -209,7 +211,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
     let false_positives = verdict
         .blamed
         .iter()
-        .filter(|b| !truth.contains(&b.link))
+        .filter(|b| !truth.contains(&b.link) && blamed.contains(&b.link))
         .map(|b| report(b.link, b.loss))
         .collect();
     Summary {
@@ -242,7 +244,7 @@ fn over_time_report(topo: &Topology, faults: &[Fault], reports: &[EpochReport]) 
                 .collect()
         })
         .collect();
-    let o = over_time(faults, &blamed, topo.links.len());
+    let o = over_time(topo, faults, &blamed);
     let names = |l: LinkIx| topo.link_names(l).map(String::from);
     OverTimeReport {
         faults: o

@@ -288,9 +288,11 @@ mod timeline;
 pub use timeline::{Cleared, LinkTimeline};
 
 /// The segments handed to a localizer under the decision: a lossy segment with its counts since
-/// its loss began; one that lost nothing over the window as loss-free (success 1); one that lost
-/// packets but is not declared is set aside ([`ObservedSegment::set_aside`]): not enough to
-/// blame its links, nor to clear them.
+/// its loss began. A segment not declared is loss-free (success 1) when over the window it lost
+/// no more than the lowest loss the decision watches for (4 × its healthy loss): background, as
+/// the evidence that clears its links. One that lost more is set aside
+/// ([`ObservedSegment::set_aside`]): a loss not yet declared, not enough to blame its links nor
+/// to clear them.
 pub fn decided_observations(
     segments: &Segments,
     window: &BTreeMap<SegmentId, WindowCount>,
@@ -298,7 +300,10 @@ pub fn decided_observations(
 ) -> Observations {
     let mut out: BTreeMap<SegmentId, ObservedSegment> = BTreeMap::new();
     for (&s, c) in window.iter().filter(|(_, c)| c.sent > 0) {
-        out.insert(s, observed(segments, s, c.sent, c.lost, false));
+        let mut o = observed(segments, s, c.sent, c.lost, false);
+        let p0 = decider.p0[s as usize];
+        o.background = (c.lost as f64) <= 4.0 * p0 * c.sent as f64;
+        out.insert(s, o);
     }
     for (s, l) in decider.lossy().filter(|(_, l)| l.sent > 0) {
         out.insert(s, observed(segments, s, l.sent, l.lost, true));
@@ -324,8 +329,11 @@ pub fn total_observations(
                 lost: c.lost,
                 flows: 0,
             };
-            let lossy = lossy_in_total(&count, segments.get(s).links.len(), n, params);
-            observed(segments, s, c.sent, c.lost, lossy)
+            let links = segments.get(s).links.len();
+            let lossy = lossy_in_total(&count, links, n, params);
+            let mut o = observed(segments, s, c.sent, c.lost, lossy);
+            o.background = !lossy && (c.lost as f64) <= 4.0 * params.p0(links) * c.sent as f64;
+            o
         })
         .collect();
     Observations { segments }
@@ -349,5 +357,6 @@ fn observed(
         } else {
             1.0
         },
+        background: false,
     }
 }

@@ -519,12 +519,17 @@ pub struct ObservedSegment {
     pub lost: u64,
     /// y_p of eq. 2, or 1 when filtered as noise.
     pub success: f64,
+    /// Its losses are no more than a healthy segment's (the sequential decision): evidence
+    /// that its links are loss-free, like a segment that lost nothing.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub background: bool,
 }
 
 impl ObservedSegment {
-    /// Lost packets, but in fewer epochs than n′: set aside as noise.
+    /// Lost packets, but not enough to count as lossy (fewer epochs than n′, or not declared
+    /// and more than background): neither blames nor clears its links.
     pub fn set_aside(&self) -> bool {
-        self.lost > 0 && self.success >= 1.0
+        self.lost > 0 && self.success >= 1.0 && !self.background
     }
 }
 
@@ -549,6 +554,7 @@ pub fn observations(
                 sent: c.sent,
                 lost: c.lost,
                 success,
+                background: false,
             }
         })
         .collect();

@@ -177,11 +177,22 @@ fn fault_file(text: &str) {
     let Ok(faults) = fault::parse("fuzz.yaml", text, topo) else {
         return;
     };
-    let mut seen = HashSet::new();
-    for f in &faults {
+    for (i, f) in faults.iter().enumerate() {
         assert!((f.link as usize) < topo.links.len());
         assert!((0.0..=1.0).contains(&f.loss), "loss {}", f.loss);
-        assert!(seen.insert(f.link), "link {} twice", f.link);
+        assert!(f.flows > 0.0 && f.flows <= 1.0, "flows {}", f.flows);
+        assert!(f.when.ever(), "a fault that never drops: {:?}", f.when);
+        // One link, one fault at a time: no epoch where two faults on a link are both active.
+        for g in &faults[i + 1..] {
+            if g.link == f.link {
+                let both = (0..200).find(|&e| f.active(e) && g.active(e));
+                assert!(
+                    both.is_none(),
+                    "link {} faulty twice in epoch {both:?}",
+                    f.link
+                );
+            }
+        }
     }
 }
 

@@ -144,6 +144,7 @@ mod tests {
             sent,
             lost,
             success,
+            background: false,
         }
     }
 

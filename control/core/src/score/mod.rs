@@ -122,3 +122,6 @@ mod wilson_tests {
 
 mod over_time;
 pub use over_time::{over_time, FaultTiming, OverTime};
+
+mod devices;
+pub use devices::{as_scored, devices, Device};

@@ -4,7 +4,7 @@
 
 use super::Score;
 use crate::fault::Fault;
-use crate::topo::{LinkIx, SwitchIx};
+use crate::topo::{LinkIx, SwitchIx, Topology};
 use serde::{Deserialize, Serialize};
 
 /// One episode of one fault: it began in `onset` and was repaired in `repair` (`None`: not
@@ -42,8 +42,14 @@ pub struct OverTime {
     pub link_epochs: Score,
 }
 
-/// Scores `blamed[e]`, the links blamed in epoch `e`, against `faults`.
-pub fn over_time(faults: &[Fault], blamed: &[Vec<LinkIx>], n_links: usize) -> OverTime {
+/// Scores `blamed[e]`, the links blamed in epoch `e`, against `faults` (a device blamed as a
+/// device scores as its fault: [`super::as_scored`]).
+pub fn over_time(topo: &Topology, faults: &[Fault], blamed: &[Vec<LinkIx>]) -> OverTime {
+    let n_links = topo.links.len();
+    let blamed: Vec<Vec<LinkIx>> = blamed
+        .iter()
+        .map(|b| super::as_scored(topo, faults, b))
+        .collect();
     let end = blamed.len() as u64;
     let is_blamed = |l: LinkIx, e: u64| blamed[e as usize].contains(&l);
     let mut out = OverTime::default();
@@ -96,6 +102,11 @@ pub fn over_time(faults: &[Fault], blamed: &[Vec<LinkIx>], n_links: usize) -> Ov
 mod tests {
     use super::*;
     use crate::fault::When;
+    use crate::topo::{fattree::fattree, MonitorPlacement};
+
+    fn topo() -> Topology {
+        fattree(4, MonitorPlacement::TopAndBottom).unwrap()
+    }
 
     fn fault(link: LinkIx, from: u64, until: Option<u64>) -> Fault {
         let mut f = Fault::constant(link, 0.01);
@@ -123,7 +134,7 @@ mod tests {
                 v
             })
             .collect();
-        let s = over_time(&faults, &blamed, 10);
+        let s = over_time(&topo(), &faults, &blamed);
         assert_eq!(s.faults.len(), 1);
         let t = s.faults[0];
         assert_eq!(
@@ -145,7 +156,7 @@ mod tests {
         let blamed: Vec<Vec<LinkIx>> = (0..10)
             .map(|e| if e < 3 { vec![2] } else { vec![] })
             .collect();
-        let s = over_time(&[f], &blamed, 10);
+        let s = over_time(&topo(), &[f], &blamed);
         let eps: Vec<_> = s
             .faults
             .iter()
