@@ -38,6 +38,18 @@ def enough(loss):
     return math.log(20) / -math.log1p(-loss) if 0 < loss < 1 else 0
 
 
+def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
+    """Packets Canary's flows must carry across a link for its decision (at its defaults, on a
+    segment of `links` links) to call a loss of `loss` beyond the background: its threshold
+    ln(segments / false_alarms) over the divergence KL(loss || p0) per packet
+    (canary_core::decide::lossy_in_total)."""
+    p0 = 1 - (1 - background) ** links
+    if not p0 < loss < 1:
+        return float("inf")
+    kl = loss * math.log(loss / p0) + (1 - loss) * math.log((1 - loss) / (1 - p0))
+    return math.log(max(segments, 1) / false_alarms) / kl
+
+
 def load(path):
     if not path:
         return None
@@ -80,6 +92,7 @@ def main():
             c = counted.setdefault(f"{x}->{y}", [0, 0])
             c[0] += seg["sent"]
             c[1] += seg["lost"]
+    segments_total = max((e.get("segments_total", 0) for e in epochs), default=0)
     first = {}
     for e in epochs:
         for b in e.get("blamed", []):
@@ -112,10 +125,17 @@ def main():
         fb = f"epoch {first[link]}" if link in first else "never"
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
         carried = links.get(link, {}).get("sent")
+        n_counted = counted.get(link, [0, 0])[0]
+        need = needed(loss, segments_total)
         if carried is not None and carried < enough(loss):
             starved.append(link)
             fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
                     f"{math.ceil(enough(loss))} to show)")
+        elif link not in final and n_counted < need:
+            starved.append(link)
+            fin += (f"  (too little evidence: Canary's flows carried {n_counted} packets through "
+                    f"it; telling a {loss:.2%} loss from the background takes about "
+                    f"{math.ceil(need)})")
         if link not in final and link not in starved:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"

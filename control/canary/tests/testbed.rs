@@ -470,3 +470,62 @@ fn clean_kills_what_was_recorded_and_then_says_clean() {
         "{stderr}"
     );
 }
+
+/// A fault on a real link from epoch 5, repaired at epoch 15 (the fabric starts and removes the
+/// dropper as the controller's report reaches those epochs): the report blames it soon after it
+/// starts, gives its all-clear soon after the repair, and blames nothing else. About 60 s.
+#[test]
+fn fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared() {
+    if let Some(m) = missing() {
+        skip(&m);
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let faults = repo_root().join("testbed/faults/k4-from-5-until-15.yaml");
+    let r = run_testbed(
+        &[
+            "--topology",
+            "fattree:4",
+            "--faults",
+            faults.to_str().unwrap(),
+            "--epochs",
+            "25",
+        ],
+        dir.path(),
+        Duration::from_secs(400),
+    );
+    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    // The fabric turned the dropper on and off in the epochs the file names.
+    let schedule = read(dir.path(), "fault_schedule.json");
+    let on: Vec<(u64, u64)> = schedule
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|e| {
+            (
+                e["on_in_epoch"].as_u64().unwrap_or(0),
+                e["off_in_epoch"].as_u64().unwrap_or(0),
+            )
+        })
+        .collect();
+    assert_eq!(on, vec![(5, 0), (0, 15)], "{schedule}");
+    let o = &r.json["summary"]["over_time"];
+    let t = &o["faults"][0];
+    assert_eq!(t["link"], serde_json::json!(["edge1_0", "agg1_1"]));
+    let detected = t["detected"].as_u64().expect("blamed after the onset");
+    assert!((5..=8).contains(&detected), "{o}");
+    let cleared = t["cleared"].as_u64().expect("all-clear after the repair");
+    assert!((15..=24).contains(&cleared), "{o}");
+    assert_eq!(o["false_positive_link_epochs"], 0, "{o}\n{}", r.stderr);
+    // The report says so in its own lines: blamed since the onset, then the all-clear.
+    let epochs = r.json["epochs"].as_array().unwrap();
+    let blamed_at = |e: usize| epochs[e]["blamed"].as_array().unwrap().len();
+    assert!((0..5).all(|e| blamed_at(e) == 0), "blamed before the fault");
+    let clear = &epochs[cleared as usize]["cleared"][0];
+    assert_eq!(clear["link"], serde_json::json!(["edge1_0", "agg1_1"]));
+    assert_eq!(clear["since"].as_u64(), Some(detected));
+    assert!(
+        (cleared as usize..25).all(|e| blamed_at(e) == 0),
+        "blamed after the all-clear"
+    );
+}

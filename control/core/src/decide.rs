@@ -17,7 +17,9 @@
 //! earlier epoch reaching `e^h`; one new start per epoch, per arm, per segment. So the expected
 //! number of false alarms per epoch over the fabric is at most `arms × segments × e^-h`, and
 //! `h = ln(arms × segments / false_alarms)` gives the rate the operator asked for. The same
-//! argument bounds false all-clears of a segment still losing at least that rate.
+//! argument bounds false all-clears of a segment still losing at least that rate; only the
+//! segments declared lossy run that test, so its threshold is `ln(1 / false_alarms)`: at most
+//! `false_alarms` false all-clears per epoch per lossy segment.
 //!
 //! The expected packets to a decision grow like `h / KL(p ‖ p0)`: a small loss is found once
 //! enough packets have crossed the segment, however many epochs that takes.
@@ -143,6 +145,8 @@ pub struct Decider {
     p0: Vec<f64>,
     arms: Vec<Vec<f64>>,
     h: f64,
+    /// The all-clear's threshold: only lossy segments run that test, one each.
+    h_clear: f64,
     state: Vec<State>,
 }
 
@@ -158,6 +162,7 @@ impl Decider {
             .collect();
         Self {
             h: threshold(total_arms, params.false_alarms),
+            h_clear: threshold(1, params.false_alarms),
             params,
             p0,
             arms,
@@ -224,7 +229,7 @@ impl Decider {
                     l.rate = l.rate.max(low.min(0.5));
                     let step = llr(c, p0, l.rate);
                     l.clear.add(epoch, c, step);
-                    if l.clear.sum >= self.h {
+                    if l.clear.sum >= self.h_clear {
                         self.state[s] = State::Watching(vec![Cusum::default(); self.arms[s].len()]);
                         changes.push(Change::Cleared { segment });
                     }
@@ -243,6 +248,12 @@ impl Decider {
                 State::Lossy(l) => Some((s as SegmentId, l)),
                 State::Watching(_) => None,
             })
+    }
+
+    /// Whether a lossy segment's recent counts are half-way to its all-clear: the loss is
+    /// probably over, but not yet shown to be.
+    pub fn clearing(&self, l: &Lossy) -> bool {
+        l.clear.sum >= self.h_clear / 2.0
     }
 
     pub fn lossy_segment(&self, s: SegmentId) -> Option<&Lossy> {
@@ -292,7 +303,7 @@ pub use timeline::{Cleared, LinkTimeline};
 /// no more than the lowest loss the decision watches for (4 × its healthy loss): background, as
 /// the evidence that clears its links. One that lost more is set aside
 /// ([`ObservedSegment::set_aside`]): a loss not yet declared, not enough to blame its links nor
-/// to clear them.
+/// to clear them. So is a lossy segment half-way to its all-clear ([`Decider::clearing`]).
 pub fn decided_observations(
     segments: &Segments,
     window: &BTreeMap<SegmentId, WindowCount>,
@@ -306,7 +317,15 @@ pub fn decided_observations(
         out.insert(s, o);
     }
     for (s, l) in decider.lossy().filter(|(_, l)| l.sent > 0) {
-        out.insert(s, observed(segments, s, l.sent, l.lost, true));
+        if decider.clearing(l) {
+            // Its loss may be over: its counts since the onset, mostly from before, would blame
+            // another link of it once its other segments are clear. Neither blames nor clears.
+            let mut o = observed(segments, s, l.sent, l.lost, false);
+            o.background = false;
+            out.insert(s, o);
+        } else {
+            out.insert(s, observed(segments, s, l.sent, l.lost, true));
+        }
     }
     Observations {
         segments: out.into_values().collect(),
