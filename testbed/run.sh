@@ -236,9 +236,10 @@ sed 's/^/  /' "$state/fabric.log" >&2
 
 # ---------------------------------------------------------------- controller
 # The testbed's defaults for the controller, unless given after `--` (docs/testbed.md says why):
-# a 300 ms drain (BMv2 under load holds packets longer than the 50 ms default), n' = 2 (a segment
-# must lose packets in two epochs of the window: single-packet artifacts stay out), and eta = 8
-# (flows are selected sooner at these low rates).
+# a 300 ms drain (BMv2 under load holds packets longer than the 50 ms default), n' = 2 (used only
+# with `-- --decision floor`: a segment must lose packets in two epochs of the window, so
+# single-packet artifacts stay out; the default sequential decision weighs them by itself), and
+# eta = 8 (flows are selected sooner at these low rates).
 for d in "--drain-ms 300" "--min-lossy-epochs 2" "--eta 8"; do
     flag=${d%% *}
     if [[ " ${extra[*]-} " != *" $flag "* && " ${extra[*]-} " != *" $flag="* ]]; then

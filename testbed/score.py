@@ -84,14 +84,17 @@ def main():
         sys.exit(f"score: {a.accounting}: cannot read the testbed's accounting")
     links = (acct or {}).get("links", {})
     switches = (acct or {}).get("switches", {})
-    # Packets Canary's monitored flows carried across each directed link over the run.
+    # Packets Canary's monitored flows carried across each directed link over the run, and the
+    # most any one segment through it carried (Canary decides per segment).
     counted = {}
+    most = {}
     for seg in summary.get("coverage", []):
         hops = seg["segment"]
         for x, y in zip(hops, hops[1:]):
             c = counted.setdefault(f"{x}->{y}", [0, 0])
             c[0] += seg["sent"]
             c[1] += seg["lost"]
+            most[f"{x}->{y}"] = max(most.get(f"{x}->{y}", 0), seg["sent"])
     segments_total = max((e.get("segments_total", 0) for e in epochs), default=0)
     first = {}
     for e in epochs:
@@ -125,7 +128,7 @@ def main():
         fb = f"epoch {first[link]}" if link in first else "never"
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
         carried = links.get(link, {}).get("sent")
-        n_counted = counted.get(link, [0, 0])[0]
+        n_counted = most.get(link, 0)
         need = needed(loss, segments_total)
         if carried is not None and carried < enough(loss):
             starved.append(link)
@@ -133,9 +136,9 @@ def main():
                     f"{math.ceil(enough(loss))} to show)")
         elif link not in final and n_counted < need:
             starved.append(link)
-            fin += (f"  (too little evidence: Canary's flows carried {n_counted} packets through "
-                    f"it; telling a {loss:.2%} loss from the background takes about "
-                    f"{math.ceil(need)})")
+            fin += (f"  (too little evidence: no segment of Canary's through it carried more "
+                    f"than {n_counted} packets; telling a {loss:.2%} loss from the background "
+                    f"on one takes about {math.ceil(need)})")
         if link not in final and link not in starved:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"

@@ -14,7 +14,8 @@ use crate::report::{
     SegmentReport, SwitchEvent, TableFull,
 };
 use canary_core::decide::{
-    decided_observations, total_observations, Change, Decider, DecisionParams, LinkTimeline,
+    decided_observations, total_observations, Change, Decider, DecisionParams, LinkClearing,
+    LinkTimeline,
 };
 use canary_core::detect::{
     minus_meters, observations, EpochDetection, Observations, SegmentCount, Window, WindowCount,
@@ -25,7 +26,7 @@ use canary_core::model::EPOCH_TAGS;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::score::{devices, wilson};
 use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
-use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
+use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -90,6 +91,10 @@ pub struct Controller {
     selector: FlowSelector,
     window: Window,
     decider: Option<Decider>,
+    /// The blamed links' pooled all-clear test, and the links blamed in the last epoch with the
+    /// least their loss has been.
+    link_clearing: Option<LinkClearing>,
+    last_blamed: Vec<(LinkIx, f64)>,
     timeline: LinkTimeline,
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
@@ -119,6 +124,8 @@ impl Controller {
                 let links: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
                 Decider::new(&links, p)
             }),
+            link_clearing: cfg.decision.as_ref().map(LinkClearing::new),
+            last_blamed: Vec::new(),
             timeline: LinkTimeline::default(),
             run_totals: BTreeMap::new(),
             epoch: 0,
@@ -317,7 +324,23 @@ impl Controller {
         self.last = det.segments.clone();
         let (obs, changes) = match &mut self.decider {
             Some(d) => {
-                let changes = d.observe(self.epoch, &det.segments);
+                let mut changes = d.observe(self.epoch, &det.segments);
+                // A link whose segments, taken together, show it repaired ends their losses.
+                let segs = &self.segments;
+                let through = |l: LinkIx| -> Vec<(SegmentId, f64)> {
+                    (0..segs.len() as SegmentId)
+                        .filter(|&s| segs.get(s).links.contains(&l))
+                        .map(|s| (s, d.p0(s)))
+                        .collect()
+                };
+                let clearing = self.link_clearing.as_mut().expect("with the decider");
+                for l in clearing.observe(&self.last_blamed, &det.segments, through) {
+                    for s in 0..segs.len() as SegmentId {
+                        if segs.get(s).links.contains(&l) && d.force_clear(s) {
+                            changes.push(Change::Cleared { segment: s });
+                        }
+                    }
+                }
                 let obs = decided_observations(&self.segments, &self.window.totals(), d);
                 (obs, changes)
             }
@@ -339,6 +362,9 @@ impl Controller {
             self.localizer().localize(&self.topo, &obs)
         };
         let blamed_links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
+        if incomplete.is_none() {
+            self.last_blamed = self.least_losses(&verdict, &obs);
+        }
         let cleared = self.timeline.update(self.epoch, &blamed_links);
         let localize = t2.elapsed();
 
@@ -497,6 +523,23 @@ impl Controller {
             Some(p) => total_observations(&self.segments, &self.run_totals, p),
             None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
         }
+    }
+
+    /// Each blamed link with the least its loss has been: the lower end of a 99.7 % interval
+    /// of its estimate, with the packets of the segments through it as trials.
+    fn least_losses(&self, v: &Verdict, obs: &Observations) -> Vec<(LinkIx, f64)> {
+        v.blamed
+            .iter()
+            .map(|b| {
+                let sent: u64 = obs
+                    .segments
+                    .iter()
+                    .filter(|s| s.links.contains(&b.link))
+                    .map(|s| s.sent)
+                    .sum();
+                (b.link, wilson(b.loss, sent, 3.0)[0])
+            })
+            .collect()
     }
 
     fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {

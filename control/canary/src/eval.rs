@@ -21,6 +21,7 @@
 
 pub mod axis;
 pub mod calibrate;
+pub mod over_time;
 pub mod plot;
 pub mod sweep;
 pub mod trace;
@@ -29,7 +30,7 @@ use crate::report::Summary;
 use crate::setup::{load_faults, load_topology};
 use crate::simulate::{self, FaultReport, SimulateOptions};
 use anyhow::{bail, Context, Result};
-use canary_core::fault::{loss_vector, Fault};
+use canary_core::fault::{self, loss_vector, Fault};
 use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::zero07::{per_flow_blame, tally};
 use canary_core::localize::Zero07Params;
@@ -225,6 +226,9 @@ pub struct LocalizerReport {
     /// "failure drops") for which 007's per-flow culprit is that link.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub per_flow_accuracy: Option<f64>,
+    /// On a fault schedule: time to detect and to clear, each epoch localized on its own.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub over_time: Option<over_time::Timing>,
     #[serde(skip)]
     pub tp: usize,
     #[serde(skip)]
@@ -308,6 +312,7 @@ pub fn score_verdict(topo: &Topology, truth: &[LinkIx], v: &Verdict, ms: f64) ->
         probe_paths: None,
         probes_sent: None,
         per_flow_accuracy: None,
+        over_time: None,
         tp: s.tp,
         fp: s.fp,
         fn_: s.fn_,
@@ -332,6 +337,7 @@ fn from_summary(s: &Summary) -> LocalizerReport {
         probe_paths: None,
         probes_sent: None,
         per_flow_accuracy: None,
+        over_time: None,
         tp: s.tp,
         fp: s.fp,
         fn_: s.fn_,
@@ -351,6 +357,49 @@ pub fn draw_fabric(sim: &SimulateOptions) -> Result<(Topology, Vec<Fault>, Vec<f
     let faults = load_faults(&sim.faults, &topo, &mut rng)?;
     let loss = loss_vector(&topo, &faults, sim.noise, &mut rng);
     Ok((topo, faults, loss))
+}
+
+/// The per-link background loss of a seed, drawn as `run_full` draws it (after the faults).
+fn draw_background(sim: &SimulateOptions) -> Result<Vec<f64>> {
+    let topo = load_topology(&sim.topology, sim.monitors)?;
+    let mut rng = ChaCha8Rng::seed_from_u64(sim.seed);
+    load_faults(&sim.faults, &topo, &mut rng)?;
+    Ok(fault::background(&topo, sim.noise, &mut rng))
+}
+
+/// A localizer's calibrated parameters, if `--calibrate` chose some for it.
+fn tuned(k: Kind, opts: &EvalOptions) -> Option<&calibrate::TunedParams> {
+    opts.calibration.as_ref().and_then(|c| c.get(k.name()))
+}
+
+/// NetBouncer's parameters for the variant `k` (default, staged, or the paper's, calibrated).
+fn nb_params(k: Kind, opts: &EvalOptions) -> NetBouncerParams {
+    let mut params = match k {
+        Kind::NetBouncer => NetBouncerParams::default(),
+        Kind::NetBouncerStage => NetBouncerParams::staged(),
+        _ => NetBouncerParams::paper(),
+    };
+    params.cd.lambda = opts.nb_lambda;
+    if k == Kind::NetBouncerPaper {
+        if let Some(c) = tuned(k, opts).and_then(|t| t.netbouncer()) {
+            params = c.params();
+        }
+    }
+    params
+}
+
+fn flock_for(k: Kind, opts: &EvalOptions) -> Flock {
+    Flock {
+        params: tuned(k, opts).and_then(|t| t.flock()).unwrap_or_default(),
+    }
+}
+
+fn zero07_for(opts: &EvalOptions) -> Zero07 {
+    let mut z = Zero07::default();
+    if let Some(t) = tuned(Kind::Zero07, opts).and_then(|t| t.zero07()) {
+        z.params.threshold = t;
+    }
+    z
 }
 
 /// Bounce probes for NetBouncer and Flock: simulated, or read from `--flock-trace`.
@@ -446,11 +495,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
         r.probe_paths = Some(probes.len());
         r.probes_sent = Some(probes.iter().map(|p| u64::from(p.sent)).sum());
     };
-    // A localizer's calibrated parameters, if `--calibrate` chose some for it.
-    let tuned = |k: Kind| opts.calibration.as_ref().and_then(|c| c.get(k.name()));
-    let flock = |k: Kind| Flock {
-        params: tuned(k).and_then(|t| t.flock()).unwrap_or_default(),
-    };
+    let flock = |k: Kind| flock_for(k, opts);
     let mut reports = Vec::new();
     for &k in &opts.localizers {
         let r = match k {
@@ -473,18 +518,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
                 score_verdict(&topo, &truth, &v, ms)
             }
             Kind::NetBouncer | Kind::NetBouncerStage | Kind::NetBouncerPaper => {
-                let mut params = match k {
-                    Kind::NetBouncer => NetBouncerParams::default(),
-                    Kind::NetBouncerStage => NetBouncerParams::staged(),
-                    _ => NetBouncerParams::paper(),
-                };
-                params.cd.lambda = opts.nb_lambda;
-                if k == Kind::NetBouncerPaper {
-                    if let Some(c) = tuned(k).and_then(|t| t.netbouncer()) {
-                        params = c.params();
-                    }
-                }
-                let (v, ms) = timed(&NetBouncer::new(params), &topo, &probes);
+                let (v, ms) = timed(&NetBouncer::new(nb_params(k, opts)), &topo, &probes);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 bounce_stats(&mut r);
                 r
@@ -504,10 +538,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             }
             Kind::Zero07 => {
                 let epoch = tcp_epoch.as_ref().expect("simulated");
-                let mut z = Zero07::default();
-                if let Some(t) = tuned(k).and_then(|t| t.zero07()) {
-                    z.params.threshold = t;
-                }
+                let z = zero07_for(opts);
                 let (v, ms) = timed(&z, &topo, &epoch.reports);
                 let mut r = score_verdict(&topo, &truth, &v, ms);
                 r.per_flow_accuracy = per_flow_accuracy(&topo, &truth, epoch, &z.params);
@@ -530,6 +561,19 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
             }
         };
         reports.push((k.name().to_string(), r));
+    }
+    if fault::scheduled(&faults) {
+        let bg = draw_background(&opts.sim)?;
+        for (name, r) in &mut reports {
+            let k: Kind = name.parse().map_err(anyhow::Error::msg)?;
+            r.over_time = match k {
+                Kind::Canary => Some(over_time::Timing::of_report(
+                    &full.as_ref().expect("ran").result.summary.over_time,
+                )),
+                _ => over_time::verdicts(k, opts, &topo, &faults, &bg, opts.sim.epochs)
+                    .map(|v| over_time::timing(&topo, &faults, &v)),
+            };
+        }
     }
     Ok(EvalReport {
         topology: topo.name.clone(),
@@ -598,6 +642,34 @@ pub fn render_table(r: &EvalReport) -> String {
             "{:<17} {:>4} {:>4} {:>4} {:>9.3} {:>7.3} {:>6.3} {:>13.2}",
             name, x.tp, x.fp, x.fn_, x.precision, x.recall, x.f1, x.inference_ms
         );
+    }
+    if r.localizers.0.iter().any(|(_, x)| x.over_time.is_some()) {
+        let _ = writeln!(
+            s,
+            "over time, each epoch on its own telemetry (episodes: fault onsets; repairs):\n\
+             {:<17} {:>9} {:>12} {:>9} {:>11} {:>13}",
+            "localizer", "detected", "mean detect", "cleared", "mean clear", "FP link-ep."
+        );
+        let mean = |m: Option<f64>| m.map_or("—".to_string(), |m| format!("{m:.1}"));
+        for (name, x) in &r.localizers.0 {
+            match &x.over_time {
+                Some(t) => {
+                    let _ = writeln!(
+                        s,
+                        "{:<17} {:>9} {:>12} {:>9} {:>11} {:>13}",
+                        name,
+                        format!("{}/{}", t.detected, t.episodes),
+                        mean(t.mean_detect),
+                        format!("{}/{}", t.cleared, t.repairs),
+                        mean(t.mean_clear),
+                        t.false_positive_link_epochs
+                    );
+                }
+                None => {
+                    let _ = writeln!(s, "{name:<17} (runs on Canary's whole-run observations)");
+                }
+            }
+        }
     }
     s
 }

@@ -41,6 +41,10 @@ type FGauge = Gauge<f64, AtomicU64>;
 pub struct Metrics {
     registry: Mutex<Registry>,
     link_loss: Family<LinkLabel, FGauge>,
+    link_ci_low: Family<LinkLabel, FGauge>,
+    link_ci_high: Family<LinkLabel, FGauge>,
+    link_since: Family<LinkLabel, Gauge>,
+    link_all_clear: Family<LinkLabel, Counter>,
     segment_packets: Family<SegmentLabel, Gauge>,
     segment_lost: Family<SegmentLabel, Gauge>,
     segment_flows: Family<SegmentLabel, Gauge>,
@@ -77,6 +81,10 @@ impl Metrics {
         let m = Self {
             registry: Mutex::new(Registry::default()),
             link_loss: Family::default(),
+            link_ci_low: Family::default(),
+            link_ci_high: Family::default(),
+            link_since: Family::default(),
+            link_all_clear: Family::default(),
             segment_packets: Family::default(),
             segment_lost: Family::default(),
             segment_flows: Family::default(),
@@ -98,6 +106,26 @@ impl Metrics {
             "link_loss_estimate",
             "Estimated loss rate of each link blamed in the last epoch",
             m.link_loss.clone(),
+        );
+        r.register(
+            "link_loss_ci95_lower",
+            "Lower end of the 95 % interval of each blamed link's loss estimate",
+            m.link_ci_low.clone(),
+        );
+        r.register(
+            "link_loss_ci95_upper",
+            "Upper end of the 95 % interval of each blamed link's loss estimate",
+            m.link_ci_high.clone(),
+        );
+        r.register(
+            "link_blamed_since_epoch",
+            "The epoch since which each blamed link has been blamed without a break",
+            m.link_since.clone(),
+        );
+        r.register(
+            "link_all_clear",
+            "All-clears of each link: blamed in an epoch, not in the next",
+            m.link_all_clear.clone(),
         );
         r.register(
             "segment_packets",
@@ -243,13 +271,30 @@ impl Metrics {
                 .inc_by(u64::from(t.refused));
         }
         self.link_loss.clear();
+        self.link_ci_low.clear();
+        self.link_ci_high.clear();
+        self.link_since.clear();
         for b in &r.blamed {
-            self.link_loss
+            let label = LinkLabel {
+                from: b.link[0].clone(),
+                to: b.link[1].clone(),
+            };
+            self.link_loss.get_or_create(&label).set(b.loss);
+            if let Some([lo, hi]) = b.ci95 {
+                self.link_ci_low.get_or_create(&label).set(lo);
+                self.link_ci_high.get_or_create(&label).set(hi);
+            }
+            if let Some(since) = b.since {
+                self.link_since.get_or_create(&label).set(since as i64);
+            }
+        }
+        for c in &r.cleared {
+            self.link_all_clear
                 .get_or_create(&LinkLabel {
-                    from: b.link[0].clone(),
-                    to: b.link[1].clone(),
+                    from: c.link[0].clone(),
+                    to: c.link[1].clone(),
                 })
-                .set(b.loss);
+                .inc();
         }
         self.segment_packets.clear();
         self.segment_lost.clear();

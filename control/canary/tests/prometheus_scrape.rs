@@ -140,6 +140,23 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
         (0.05..0.2).contains(&loss),
         "estimated loss {loss} of a 10 % link"
     );
+    // Its 95 % interval brackets the estimate, and it says since when it has been blamed.
+    let of_link = |name: &str| {
+        query(web, name)
+            .into_iter()
+            .find(|(m, _)| m["from"] == "edge1_0" && m["to"] == "agg1_1")
+            .map(|(_, v)| v)
+    };
+    let (lo, hi) = (
+        of_link("canary_link_loss_ci95_lower").expect("lower end scraped"),
+        of_link("canary_link_loss_ci95_upper").expect("upper end scraped"),
+    );
+    assert!(
+        lo < hi && lo > 0.0 && hi < 1.0,
+        "[{lo}, {hi}] around {loss}"
+    );
+    let since = of_link("canary_link_blamed_since_epoch").expect("since scraped");
+    assert!(since >= 1.0, "blamed since epoch {since}");
     let up = query(web, "up");
     assert!(
         up.iter().any(|(m, v)| m["job"] == "canary" && *v == 1.0),

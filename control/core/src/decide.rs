@@ -256,6 +256,22 @@ impl Decider {
         l.clear.sum >= self.h_clear / 2.0
     }
 
+    /// Segment `s`'s healthy loss.
+    pub fn p0(&self, s: SegmentId) -> f64 {
+        self.p0[s as usize]
+    }
+
+    /// Ends segment `s`'s loss: the all-clear of the link it was lossy through
+    /// ([`LinkClearing`]). Whether it is watched as before; a loss it still has is found again.
+    pub fn force_clear(&mut self, s: SegmentId) -> bool {
+        let i = s as usize;
+        if !matches!(self.state.get(i), Some(State::Lossy(_))) {
+            return false;
+        }
+        self.state[i] = State::Watching(vec![Cusum::default(); self.arms[i].len()]);
+        true
+    }
+
     pub fn lossy_segment(&self, s: SegmentId) -> Option<&Lossy> {
         match self.state.get(s as usize) {
             Some(State::Lossy(l)) => Some(l),
@@ -295,7 +311,9 @@ pub fn lossy_in_total(
 #[cfg(test)]
 mod tests;
 
+mod link_clear;
 mod timeline;
+pub use link_clear::LinkClearing;
 pub use timeline::{Cleared, LinkTimeline};
 
 /// The segments handed to a localizer under the decision: a lossy segment with its counts since

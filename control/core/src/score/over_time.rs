@@ -62,7 +62,10 @@ pub fn over_time(topo: &Topology, faults: &[Fault], blamed: &[Vec<LinkIx>]) -> O
             let next = onsets.get(i + 1).copied().unwrap_or(end);
             let repair = repairs.iter().copied().find(|&r| r > onset && r <= next);
             let detected = (onset..next).find(|&e| is_blamed(f.link, e));
-            let cleared = repair.and_then(|r| (r..next).find(|&e| !is_blamed(f.link, e)));
+            // An episode never blamed has nothing to clear.
+            let cleared = repair
+                .filter(|_| detected.is_some())
+                .and_then(|r| (r..next).find(|&e| !is_blamed(f.link, e)));
             if let Some(r) = repair {
                 clearing.push((f.link, r, cleared.unwrap_or(next)));
             }
@@ -164,7 +167,7 @@ mod tests {
             .collect();
         assert_eq!(
             eps,
-            vec![(0, Some(2), Some(0), Some(3)), (4, Some(6), None, Some(6))]
+            vec![(0, Some(2), Some(0), Some(3)), (4, Some(6), None, None)]
         );
     }
 }
