@@ -39,6 +39,7 @@ import socket
 import subprocess
 import sys
 import time
+import typing
 
 import yaml
 
@@ -121,10 +122,32 @@ def load_topology(path):
     return switches, links
 
 
+class Fault(typing.NamedTuple):
+    """One directed faulty link: X drops toward Y (or, for corruption, Y drops what X sent)."""
+    x: str
+    y: str
+    loss: float
+    start: int = 0
+    until: typing.Optional[int] = None
+    period: typing.Optional[int] = None
+    on: int = 0
+    corrupt: bool = False
+
+    def due(self, epoch):
+        """Whether it drops in `epoch` (canary_core::fault::When::active)."""
+        if epoch < self.start or (self.until is not None and epoch >= self.until):
+            return False
+        return self.period is None or (epoch - self.start) % self.period < self.on
+
+    def scheduled(self):
+        return self.start > 0 or self.until is not None or self.period is not None
+
+
 def load_faults(path, links):
-    """Directed faults [(from, to, loss, from_epoch, until_epoch)] from a fault file (the
-    controller's format). The testbed injects on links, in the epochs given; the controller's
-    other fault shapes (devices, shares of flows, flapping, corruption) run in the simulator."""
+    """Directed faults from a fault file (the controller's format): links or devices (a device
+    drops on its links out, or those toward `ports`), in the epochs given, flapping or not, lost
+    on the link or corrupted (dropped by the receiving interface). A share of `flows` runs in
+    `canary simulate` only."""
     if path is None:
         return []
     try:
@@ -135,38 +158,72 @@ def load_faults(path, links):
     if not isinstance(doc, dict) or not isinstance(doc.get("faults"), list):
         raise InputError(f"{path}: faults: expected a list")
     undirected = {frozenset(l) for l in links}
+    neighbours = {}
+    for a, b in links:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
     out = []
     for i, f in enumerate(doc["faults"]):
+        at = f"{path}: faults[{i}]"
         if not isinstance(f, dict):
-            raise InputError(f"{path}: faults[{i}]: expected a mapping")
-        simulator_only = set(f) & {"device", "ports", "period", "duty", "flows", "corruption"}
-        if simulator_only:
-            raise InputError(f"{path}: faults[{i}].{sorted(simulator_only)[0]}: the testbed "
-                             "injects loss on links only (this shape runs in `canary simulate`)")
-        unknown = set(f) - {"link", "loss", "both_directions", "from_epoch", "until_epoch"}
+            raise InputError(f"{at}: expected a mapping")
+        if "flows" in f:
+            raise InputError(f"{at}.flows: the testbed drops on every flow (a share of flows "
+                             "runs in `canary simulate`)")
+        unknown = set(f) - {"link", "device", "ports", "loss", "both_directions", "from_epoch",
+                            "until_epoch", "period", "duty", "corruption"}
         if unknown:
-            raise InputError(f"{path}: faults[{i}]: unknown field `{sorted(unknown)[0]}`")
-        link = f.get("link")
-        if not isinstance(link, list) or len(link) != 2:
-            raise InputError(f"{path}: faults[{i}].link: expected [from, to]")
-        a, b = str(link[0]), str(link[1])
-        if frozenset((a, b)) not in undirected:
-            raise InputError(f"{path}: faults[{i}].link: no link between `{a}` and `{b}`")
+            raise InputError(f"{at}: unknown field `{sorted(unknown)[0]}`")
         loss = f.get("loss")
         if not isinstance(loss, (int, float)) or not 0.0 <= loss <= 1.0:
-            raise InputError(f"{path}: faults[{i}].loss: {loss!r} is not a probability in [0, 1]")
+            raise InputError(f"{at}.loss: {loss!r} is not a probability in [0, 1]")
+        if ("link" in f) == ("device" in f):
+            raise InputError(f"{at}.link: give either `link: [FROM, TO]` or `device: NAME`")
+        if "link" in f:
+            if "ports" in f:
+                raise InputError(f"{at}.ports: only a `device` has ports")
+            link = f["link"]
+            if not isinstance(link, list) or len(link) != 2:
+                raise InputError(f"{at}.link: expected [from, to]")
+            a, b = str(link[0]), str(link[1])
+            if frozenset((a, b)) not in undirected:
+                raise InputError(f"{at}.link: no link between `{a}` and `{b}`")
+            pairs = [(a, b)] + ([(b, a)] if f.get("both_directions") else [])
+        else:
+            d = str(f["device"])
+            if d not in neighbours:
+                raise InputError(f"{at}.device: unknown switch `{d}`")
+            if f.get("both_directions"):
+                raise InputError(f"{at}.both_directions: a device drops on its own links out")
+            ports = f.get("ports", neighbours[d])
+            if not isinstance(ports, list) or not ports:
+                raise InputError(f"{at}.ports: expected a list of neighbours")
+            for j, p in enumerate(ports):
+                if str(p) not in neighbours[d]:
+                    raise InputError(f"{at}.ports[{j}]: `{d}` has no port to `{p}`")
+            pairs = [(d, str(p)) for p in ports]
         start, until = f.get("from_epoch", 0), f.get("until_epoch")
-        for name, v in (("from_epoch", start), ("until_epoch", until)):
+        for name, v in (("from_epoch", start), ("until_epoch", until), ("period", f.get("period"))):
             if v is not None and (not isinstance(v, int) or isinstance(v, bool) or v < 0):
-                raise InputError(f"{path}: faults[{i}].{name}: {v!r} is not an epoch number")
+                raise InputError(f"{at}.{name}: {v!r} is not a number of epochs")
         if until is not None and until <= start:
-            raise InputError(f"{path}: faults[{i}].until_epoch: {until} is not after "
-                             f"from_epoch {start}: the fault would never drop")
-        pairs = [(a, b)] + ([(b, a)] if f.get("both_directions") else [])
+            raise InputError(f"{at}.until_epoch: {until} is not after from_epoch {start}: the "
+                             "fault would never drop")
+        period, duty, on = f.get("period"), f.get("duty"), 0
+        if (period is None) != (duty is None):
+            raise InputError(f"{at}.{'duty' if duty is None else 'period'}: missing: a flapping "
+                             "fault needs `period` and `duty`")
+        if period is not None:
+            if period == 0 or not isinstance(duty, (int, float)) or not 0 < duty <= 1:
+                raise InputError(f"{at}.duty: {duty!r} of {period} epochs is not a flap")
+            on = round(duty * period)
+            if on == 0:
+                raise InputError(f"{at}.duty: {duty} of {period} epochs rounds to no lossy epoch")
         for x, y in pairs:
-            if any((x, y) == (p, q) for p, q, *_ in out):
-                raise InputError(f"{path}: faults[{i}]: link [{x}, {y}] is given twice")
-            out.append((x, y, float(loss), start, until))
+            if any((x, y) == (p.x, p.y) for p in out):
+                raise InputError(f"{at}: link [{x}, {y}] is given twice")
+            out.append(Fault(x, y, float(loss), start, until, period, on,
+                             bool(f.get("corruption", False))))
     return out
 
 
@@ -336,7 +393,6 @@ class Fabric:
         self.switches, self.links = load_topology(args.topology)
         self.faults = load_faults(args.faults, self.links)
         self.faults_on = set()
-        self.started = set()
         self.dropped_before = {}
         self.report_pos = 0
         self.schedule_log = []
@@ -441,29 +497,34 @@ class Fabric:
     def apply_faults(self):
         """Starts the faults that drop from the first epoch; the others wait for their epoch
         (`follow_schedule`)."""
-        for x, y, loss, start, _ in self.faults:
-            if start == 0:
-                self.fault_on(x, y, loss)
-                self.started.add((x, y))
+        for f in self.faults:
+            if f.due(0):
+                self.fault_on(f)
 
-    def fault_on(self, x, y, loss):
-        """Drops packets at the egress of X's interface toward Y with probability `loss`.
+    def fault_dev(self, f):
+        """The interface a fault drops on: X's toward Y, or Y's from X for corruption."""
+        return self.intf(f.y, f.x) if f.corrupt else self.intf(f.x, f.y)
+
+    def fault_on(self, f):
+        """Drops packets X sends toward Y with probability `loss`: at the egress of X's
+        interface, or for corruption at the ingress of Y's (a frame with a bad checksum crosses
+        the wire and dies at the receiving MAC, before the next switch's pipeline).
 
         `tc netem loss` when the kernel has sch_netem. Kernels built without it (this project's
         VMs: CONFIG_NET_SCH_NETEM is not set) get the same Bernoulli drop from a four-instruction
-        classic-BPF filter in the clsact egress hook, `tc filter add dev DEV egress bpf da`:
+        classic-BPF filter in the clsact hook, `tc filter add dev DEV egress bpf da`:
         A = random u32 (SKF_AD_RANDOM); drop (TC_ACT_SHOT) if A < loss * 2^32, else pass. Both run
-        in the kernel's transmit path for every frame BMv2 sends on DEV, and both count their drops
-        in `tc -s qdisc show dev DEV`.
+        in the kernel's path for every frame on DEV, and both count their drops in
+        `tc -s qdisc show dev DEV`. Corruption always uses the filter (netem has no ingress).
         """
-        dev = self.intf(x, y)
-        self.faults_on.add((x, y))
-        if loss <= 0.0:
+        dev = self.fault_dev(f)
+        self.faults_on.add((f.x, f.y))
+        if f.loss <= 0.0:
             return
         method = self.fault_method or self.args.loss_method
-        if method in ("auto", "netem"):
+        if method in ("auto", "netem") and not f.corrupt:
             p = subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
-                                f"{loss * 100:.6g}%"], capture_output=True, text=True)
+                                f"{f.loss * 100:.6g}%"], capture_output=True, text=True)
             if p.returncode == 0:
                 method = "netem"
             elif method == "auto" and "unknown" in p.stderr:
@@ -472,40 +533,45 @@ class Fabric:
                 method = "bpf"
             else:
                 raise RuntimeError(f"tc qdisc replace dev {dev} root netem: {p.stderr.strip()}")
-        if method == "bpf":
+        hook = "ingress" if f.corrupt else "egress"
+        if method == "bpf" or f.corrupt:
             # Drop iff rand <= thr, i.e. with probability (thr + 1) / 2^32 = loss.
-            thr = min(round(loss * 2**32), 2**32) - 1
+            thr = min(round(f.loss * 2**32), 2**32) - 1
             prog = f"4,32 0 0 {0xFFFFF000 + 56},37 1 0 {thr},6 0 0 2,6 0 0 0"
             run(["tc", "qdisc", "replace", "dev", dev, "clsact"])
-            run(["tc", "filter", "replace", "dev", dev, "egress", "pref", "1", "handle", "1",
+            run(["tc", "filter", "replace", "dev", dev, hook, "pref", "1", "handle", "1",
                  "bpf", "da", "bytecode", prog])
-        self.fault_method = method
+        if not f.corrupt:
+            self.fault_method = method
         shown = run(["tc", "qdisc", "show", "dev", dev]).strip().replace("\n", "; ")
-        log(f"fault {x}->{y} loss {loss:g}: {dev} egress ({method}): {shown}")
+        log(f"fault {f.x}->{f.y} loss {f.loss:g}: {dev} {hook} "
+            f"({'bpf, corruption' if f.corrupt else method}): {shown}")
 
-    def fault_off(self, x, y):
+    def fault_off(self, f):
         """Repairs the link: its dropper goes, its drop count is kept for the accounting."""
-        dev = self.intf(x, y)
-        self.faults_on.discard((x, y))
-        if self.fault_method == "netem":
+        dev = self.fault_dev(f)
+        self.faults_on.discard((f.x, f.y))
+        if f.corrupt:
+            run(["tc", "filter", "del", "dev", dev, "ingress", "pref", "1", "handle", "1", "bpf"])
+        elif self.fault_method == "netem":
             # Deleting the qdisc deletes its counters: keep what it dropped.
-            self.dropped_before[(x, y)] = self.fault_drops()[f"{x}->{y}"]["dropped"]
+            self.dropped_before[(f.x, f.y)] = self.fault_drops()[f"{f.x}->{f.y}"]["dropped"]
             run(["tc", "qdisc", "del", "dev", dev, "root"])
         elif self.fault_method == "bpf":
             # The clsact qdisc, which holds the drop count, stays.
             run(["tc", "filter", "del", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf"])
-        log(f"fault {x}->{y} repaired: {dev}")
+        log(f"fault {f.x}->{f.y} repaired: {dev}")
 
     def follow_schedule(self):
         """Starts and repairs scheduled faults as the controller's report reaches their epochs:
         once epoch N-1 is reported, the switches count in epoch N."""
-        if not any(start > 0 or until is not None for *_, start, until in self.faults):
+        if not any(f.scheduled() for f in self.faults):
             return
         path = os.path.join(self.state, "report.jsonl")
         try:
-            with open(path) as f:
-                f.seek(self.report_pos)
-                text = f.read()
+            with open(path) as fh:
+                fh.seek(self.report_pos)
+                text = fh.read()
         except FileNotFoundError:
             return
         # Whole lines only: a line still being written is read next time.
@@ -517,17 +583,15 @@ class Fabric:
             except (ValueError, KeyError, TypeError):
                 continue
             now = epoch + 1
-            for x, y, loss, start, until in self.faults:
-                on = (x, y) in self.faults_on
-                due = start <= now and (until is None or now < until)
-                if on and not due:
-                    self.fault_off(x, y)
-                    self.schedule_log.append({"link": f"{x}->{y}", "off_in_epoch": now,
+            for f in self.faults:
+                on = (f.x, f.y) in self.faults_on
+                if on and not f.due(now):
+                    self.fault_off(f)
+                    self.schedule_log.append({"link": f"{f.x}->{f.y}", "off_in_epoch": now,
                                               "at": time.time()})
-                elif due and not on and (x, y) not in self.started:
-                    self.fault_on(x, y, loss)
-                    self.started.add((x, y))
-                    self.schedule_log.append({"link": f"{x}->{y}", "on_in_epoch": now,
+                elif f.due(now) and not on:
+                    self.fault_on(f)
+                    self.schedule_log.append({"link": f"{f.x}->{f.y}", "on_in_epoch": now,
                                               "at": time.time()})
 
     def acct_counter(self, dev, direction):
@@ -603,18 +667,19 @@ class Fabric:
     def fault_drops(self):
         """Packets each faulty directed link has dropped so far (from `tc -s qdisc`)."""
         out = {}
-        for x, y, loss, *_ in self.faults:
-            dev = self.intf(x, y)
+        for f in self.faults:
+            x, y, loss = f.x, f.y, f.loss
+            dev = self.fault_dev(f)
             p = subprocess.run(["tc", "-s", "qdisc", "show", "dev", dev], capture_output=True,
                                text=True)
             dropped = self.dropped_before.get((x, y), 0)
             for line in p.stdout.splitlines():
                 line = line.strip()
                 if line.startswith("Sent "):
-                    f = line.replace(",", " ").replace("(", " ").split()
-                    dropped += int(f[f.index("dropped") + 1])
-            with open(f"/sys/class/net/{dev}/statistics/tx_packets") as f:
-                sent = int(f.read())
+                    w = line.replace(",", " ").replace("(", " ").split()
+                    dropped += int(w[w.index("dropped") + 1])
+            with open(f"/sys/class/net/{self.intf(x, y)}/statistics/tx_packets") as fh:
+                sent = int(fh.read())
             out[f"{x}->{y}"] = {"loss": loss, "sent": sent, "dropped": dropped}
         return out
 
@@ -660,9 +725,11 @@ class Fabric:
         hosts = {h: {"addr": addr, "addr6": self.addr6[h], "mac": host_mac(addr), "switch": s,
                      "intf": f"{h}-eth0", "switch_port": self.ports[s][h]}
                  for h, addr, s in self.hosts}
-        faults = [{"link": [x, y], "loss": loss, "intf": self.intf(x, y),
-                   "method": self.fault_method, "from_epoch": start, "until_epoch": until}
-                  for x, y, loss, start, until in self.faults]
+        faults = [{"link": [f.x, f.y], "loss": f.loss, "intf": self.fault_dev(f),
+                   "method": "bpf ingress (corruption)" if f.corrupt else self.fault_method,
+                   "from_epoch": f.start, "until_epoch": f.until, "period": f.period,
+                   "on": f.on}
+                  for f in self.faults]
         with open(os.path.join(self.state, "fabric.json"), "w") as f:
             json.dump({"hosts": hosts, "faults": faults, "switches": doc["switches"]}, f, indent=1)
 
