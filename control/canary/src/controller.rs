@@ -531,12 +531,7 @@ impl Controller {
         v.blamed
             .iter()
             .map(|b| {
-                let sent: u64 = obs
-                    .segments
-                    .iter()
-                    .filter(|s| s.links.contains(&b.link))
-                    .map(|s| s.sent)
-                    .sum();
+                let sent = sent_through(obs, b.link);
                 (b.link, wilson(b.loss, sent, 3.0)[0])
             })
             .collect()
@@ -601,12 +596,7 @@ impl Controller {
             .iter()
             .map(|b| {
                 let [a, c] = self.topo.link_names(b.link);
-                let sent: u64 = obs
-                    .segments
-                    .iter()
-                    .filter(|s| s.links.contains(&b.link))
-                    .map(|s| s.sent)
-                    .sum();
+                let sent = sent_through(obs, b.link);
                 LinkReport {
                     link: [a.to_string(), c.to_string()],
                     loss: b.loss,
@@ -633,6 +623,15 @@ fn resume_epoch(tags: &[u16], first: u64) -> u64 {
         .max()
         .map_or(base, |d| (base + d) % n);
     first + (newest + n - first % n) % n
+}
+
+/// Packets counted on the segments of `obs` through `link`.
+fn sent_through(obs: &Observations, link: LinkIx) -> u64 {
+    obs.segments
+        .iter()
+        .filter(|s| s.links.contains(&link))
+        .map(|s| s.sent)
+        .sum()
 }
 
 fn ms(d: Duration) -> f64 {

@@ -28,14 +28,7 @@ pub fn random(topo: &Topology, percent: f64, rng: &mut impl Rng) -> Vec<Fault> {
     let chosen: Vec<LinkIx> = undirected.choose_multiple(rng, n).copied().collect();
     let mut directed: Vec<LinkIx> = chosen.iter().flat_map(|&l| [l, topo.reverse(l)]).collect();
     directed.shuffle(rng);
-    let counts = apportion(directed.len());
-    let mut out = Vec::with_capacity(directed.len());
-    let mut it = directed.into_iter();
-    for ((lo, hi, _), c) in PAPER_MIX.iter().zip(counts) {
-        for l in it.by_ref().take(c) {
-            out.push(Fault::constant(l, rng.random_range(*lo..*hi)));
-        }
-    }
+    let mut out = deal_paper_mix(directed, rng);
     out.sort_by_key(|f| f.link);
     out
 }
@@ -77,17 +70,7 @@ pub fn pick(
     }
     directed.shuffle(rng);
     let mut out = match rates {
-        Rates::PaperMix => {
-            let counts = apportion(directed.len());
-            let mut out = Vec::with_capacity(directed.len());
-            let mut it = directed.into_iter();
-            for ((lo, hi, _), c) in PAPER_MIX.iter().zip(counts) {
-                for l in it.by_ref().take(c) {
-                    out.push(Fault::constant(l, rng.random_range(*lo..*hi)));
-                }
-            }
-            out
-        }
+        Rates::PaperMix => deal_paper_mix(directed, rng),
         Rates::Fixed(p) => directed
             .into_iter()
             .map(|link| Fault::constant(link, p))
@@ -107,6 +90,20 @@ pub fn pick(
             .collect(),
     };
     out.sort_by_key(|f| f.link);
+    out
+}
+
+/// Deals the paper's bands over `directed` in order, in its proportions, each link a rate drawn
+/// in its band.
+fn deal_paper_mix(directed: Vec<LinkIx>, rng: &mut impl Rng) -> Vec<Fault> {
+    let counts = apportion(directed.len());
+    let mut out = Vec::with_capacity(directed.len());
+    let mut it = directed.into_iter();
+    for ((lo, hi, _), c) in PAPER_MIX.iter().zip(counts) {
+        for l in it.by_ref().take(c) {
+            out.push(Fault::constant(l, rng.random_range(*lo..*hi)));
+        }
+    }
     out
 }
 
