@@ -16,8 +16,9 @@ installs all forwarding. It then
   neighbour discovery on (no static entries: the fabric floods ARP and ND as a switch would),
   MTU 1500; only checksum offload is off. Links between switches get MTU 9000: a frame carries
   Canary's 8-byte shim inside the fabric;
-* applies the faults with `tc qdisc add dev FROM-ethN root netem loss P%` on the FROM switch's
-  interface toward TO, so only that direction drops;
+* applies the faults on the FROM switch's interface toward TO, so only that direction drops:
+  `tc qdisc add dev FROM-ethN root netem loss P%`, or a classic-BPF dropper (dropper.py) where
+  the kernel has no netem, for corruption (at TO's ingress) and for a share of flows;
 * writes STATE/switches.yaml (gRPC, device id, Thrift, and the BMv2 port of every neighbour) for
   `canary run --switches`, STATE/pids.tsv and STATE/intfs.txt (what it started and created, for
   run.sh's last-resort clean-up), and STATE/ready when everything is up;
@@ -42,6 +43,8 @@ import time
 import typing
 
 import yaml
+
+import dropper
 
 try:
     from mininet.link import Link
@@ -132,6 +135,7 @@ class Fault(typing.NamedTuple):
     period: typing.Optional[int] = None
     on: int = 0
     corrupt: bool = False
+    flows: float = 1.0
 
     def due(self, epoch):
         """Whether it drops in `epoch` (canary_core::fault::When::active)."""
@@ -146,8 +150,8 @@ class Fault(typing.NamedTuple):
 def load_faults(path, links):
     """Directed faults from a fault file (the controller's format): links or devices (a device
     drops on its links out, or those toward `ports`), in the epochs given, flapping or not, lost
-    on the link or corrupted (dropped by the receiving interface). A share of `flows` runs in
-    `canary simulate` only."""
+    on the link or corrupted (dropped by the receiving interface), on every flow or on a share
+    of `flows` (dropper.flow_share_drop)."""
     if path is None:
         return []
     try:
@@ -167,11 +171,8 @@ def load_faults(path, links):
         at = f"{path}: faults[{i}]"
         if not isinstance(f, dict):
             raise InputError(f"{at}: expected a mapping")
-        if "flows" in f:
-            raise InputError(f"{at}.flows: the testbed drops on every flow (a share of flows "
-                             "runs in `canary simulate`)")
         unknown = set(f) - {"link", "device", "ports", "loss", "both_directions", "from_epoch",
-                            "until_epoch", "period", "duty", "corruption"}
+                            "until_epoch", "period", "duty", "corruption", "flows"}
         if unknown:
             raise InputError(f"{at}: unknown field `{sorted(unknown)[0]}`")
         loss = f.get("loss")
@@ -219,11 +220,14 @@ def load_faults(path, links):
             on = round(duty * period)
             if on == 0:
                 raise InputError(f"{at}.duty: {duty} of {period} epochs rounds to no lossy epoch")
+        flows = f.get("flows", 1.0)
+        if not isinstance(flows, (int, float)) or isinstance(flows, bool) or not 0 < flows <= 1:
+            raise InputError(f"{at}.flows: {flows!r} is not a share of flows in (0, 1]")
         for x, y in pairs:
             if any((x, y) == (p.x, p.y) for p in out):
                 raise InputError(f"{at}: link [{x}, {y}] is given twice")
             out.append(Fault(x, y, float(loss), start, until, period, on,
-                             bool(f.get("corruption", False))))
+                             bool(f.get("corruption", False)), float(flows)))
     return out
 
 
@@ -515,14 +519,16 @@ class Fabric:
         classic-BPF filter in the clsact hook, `tc filter add dev DEV egress bpf da`:
         A = random u32 (SKF_AD_RANDOM); drop (TC_ACT_SHOT) if A < loss * 2^32, else pass. Both run
         in the kernel's path for every frame on DEV, and both count their drops in
-        `tc -s qdisc show dev DEV`. Corruption always uses the filter (netem has no ingress).
+        `tc -s qdisc show dev DEV`. Corruption always uses the filter (netem has no ingress), and
+        so does a fault on a share of flows (netem cannot tell flows apart): that filter hashes
+        the frame's 5-tuple with a seed of the link and drops only below the share.
         """
         dev = self.fault_dev(f)
         self.faults_on.add((f.x, f.y))
         if f.loss <= 0.0:
             return
         method = self.fault_method or self.args.loss_method
-        if method in ("auto", "netem") and not f.corrupt:
+        if method in ("auto", "netem") and not self.filtered(f):
             p = subprocess.run(["tc", "qdisc", "replace", "dev", dev, "root", "netem", "loss",
                                 f"{f.loss * 100:.6g}%"], capture_output=True, text=True)
             if p.returncode == 0:
@@ -534,18 +540,30 @@ class Fabric:
             else:
                 raise RuntimeError(f"tc qdisc replace dev {dev} root netem: {p.stderr.strip()}")
         hook = "ingress" if f.corrupt else "egress"
-        if method == "bpf" or f.corrupt:
-            # Drop iff rand <= thr, i.e. with probability (thr + 1) / 2^32 = loss.
-            thr = min(round(f.loss * 2**32), 2**32) - 1
-            prog = f"4,32 0 0 {0xFFFFF000 + 56},37 1 0 {thr},6 0 0 2,6 0 0 0"
+        if method == "bpf" or self.filtered(f):
+            if f.flows < 1.0:
+                prog = dropper.flow_share_drop(f.loss, f.flows, dropper.link_seed(f.x, f.y))
+            else:
+                prog = dropper.random_drop(f.loss)
             run(["tc", "qdisc", "replace", "dev", dev, "clsact"])
             run(["tc", "filter", "replace", "dev", dev, hook, "pref", "1", "handle", "1",
                  "bpf", "da", "bytecode", prog])
-        if not f.corrupt:
+        if not self.filtered(f):
             self.fault_method = method
         shown = run(["tc", "qdisc", "show", "dev", dev]).strip().replace("\n", "; ")
-        log(f"fault {f.x}->{f.y} loss {f.loss:g}: {dev} {hook} "
-            f"({'bpf, corruption' if f.corrupt else method}): {shown}")
+        log(f"fault {f.x}->{f.y} loss {f.loss:g}: {dev} {hook} ({self.method_of(f)}): {shown}")
+
+    @staticmethod
+    def filtered(f):
+        """Whether the fault needs the classic-BPF filter whatever the kernel has."""
+        return f.corrupt or f.flows < 1.0
+
+    def method_of(self, f):
+        if f.corrupt:
+            return "bpf ingress (corruption)"
+        if f.flows < 1.0:
+            return f"bpf (share {f.flows:g} of flows)"
+        return self.fault_method
 
     def fault_off(self, f):
         """Repairs the link: its dropper goes, its drop count is kept for the accounting."""
@@ -553,13 +571,13 @@ class Fabric:
         self.faults_on.discard((f.x, f.y))
         if f.corrupt:
             run(["tc", "filter", "del", "dev", dev, "ingress", "pref", "1", "handle", "1", "bpf"])
+        elif f.flows < 1.0 or self.fault_method == "bpf":
+            # The clsact qdisc, which holds the drop count, stays.
+            run(["tc", "filter", "del", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf"])
         elif self.fault_method == "netem":
             # Deleting the qdisc deletes its counters: keep what it dropped.
             self.dropped_before[(f.x, f.y)] = self.fault_drops()[f"{f.x}->{f.y}"]["dropped"]
             run(["tc", "qdisc", "del", "dev", dev, "root"])
-        elif self.fault_method == "bpf":
-            # The clsact qdisc, which holds the drop count, stays.
-            run(["tc", "filter", "del", "dev", dev, "egress", "pref", "1", "handle", "1", "bpf"])
         log(f"fault {f.x}->{f.y} repaired: {dev}")
 
     def follow_schedule(self):
@@ -680,7 +698,7 @@ class Fabric:
                     dropped += int(w[w.index("dropped") + 1])
             with open(f"/sys/class/net/{self.intf(x, y)}/statistics/tx_packets") as fh:
                 sent = int(fh.read())
-            out[f"{x}->{y}"] = {"loss": loss, "sent": sent, "dropped": dropped}
+            out[f"{x}->{y}"] = {"loss": loss, "flows": f.flows, "sent": sent, "dropped": dropped}
         return out
 
     def start_switches(self):
@@ -726,7 +744,7 @@ class Fabric:
                      "intf": f"{h}-eth0", "switch_port": self.ports[s][h]}
                  for h, addr, s in self.hosts}
         faults = [{"link": [f.x, f.y], "loss": f.loss, "intf": self.fault_dev(f),
-                   "method": "bpf ingress (corruption)" if f.corrupt else self.fault_method,
+                   "method": self.method_of(f), "flows": f.flows,
                    "from_epoch": f.start, "until_epoch": f.until, "period": f.period,
                    "on": f.on}
                   for f in self.faults]
@@ -824,7 +842,8 @@ class Fabric:
             for link, d in drops.items():
                 rate = d["dropped"] / max(d["sent"] + d["dropped"], 1)
                 log(f"fault {link}: dropped {d['dropped']} of {d['sent'] + d['dropped']} frames "
-                    f"({100 * rate:.2f} %, injected {100 * d['loss']:g} %)")
+                    f"({100 * rate:.2f} %, injected {100 * d['loss']:g} %"
+                    + (f" on {100 * d['flows']:g} % of flows)" if d["flows"] < 1 else ")"))
             with open(os.path.join(self.state, "fault_drops.json"), "w") as f:
                 json.dump(drops, f, indent=1)
             if self.schedule_log:

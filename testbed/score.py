@@ -72,7 +72,11 @@ def main():
     try:
         with open(a.run) as f:
             run = json.load(f)
-        faults = {key(x["link"]): x["loss"] for x in run["faults"]}
+        # A fault on a share of flows loses about loss × share of the link's frames: that is
+        # the rate its evidence is judged against.
+        faults = {key(x["link"]): x["loss"] * x.get("flows", 1.0) for x in run["faults"]}
+        shares = {key(x["link"]): (x["loss"], x["flows"]) for x in run["faults"]
+                  if x.get("flows", 1.0) < 1.0}
         epochs = run["epochs"]
         summary = run["summary"]
         final = {key(x["link"]): x for x in summary["blamed"]}
@@ -143,6 +147,8 @@ def main():
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"
                     + ("; too few to show this loss" if n < enough(loss) else "") + ")")
+        if link in shares:
+            fin += f"  ({shares[link][0]:.2%} on a {shares[link][1]:.0%} share of flows)"
         print(f"{link:<22} {loss:>7.3%} {dropped:>22} {fb:>13}  {fin}")
     if not faults:
         print("(no injected fault)")

@@ -578,16 +578,7 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
     Ok(EvalReport {
         topology: topo.name.clone(),
         seed: opts.sim.seed,
-        faults: faults
-            .iter()
-            .map(|f| {
-                let [a, b] = topo.link_names(f.link);
-                FaultReport {
-                    link: [a.into(), b.into()],
-                    loss: f.loss,
-                }
-            })
-            .collect(),
+        faults: faults.iter().map(|f| FaultReport::of(&topo, f)).collect(),
         localizers: Reports(reports),
         calibration: opts.calibration.clone(),
     })

@@ -72,6 +72,28 @@ impl Default for SimulateOptions {
 pub struct FaultReport {
     pub link: [String; 2],
     pub loss: f64,
+    /// The share of flows the fault drops on; absent when it drops on all.
+    #[serde(default = "all_flows", skip_serializing_if = "is_all_flows")]
+    pub flows: f64,
+}
+
+impl FaultReport {
+    pub fn of(topo: &Topology, f: &Fault) -> Self {
+        let [a, b] = topo.link_names(f.link);
+        Self {
+            link: [a.into(), b.into()],
+            loss: f.loss,
+            flows: f.flows,
+        }
+    }
+}
+
+fn all_flows() -> f64 {
+    1.0
+}
+
+fn is_all_flows(share: &f64) -> bool {
+    *share >= 1.0
 }
 
 /// The `--json` document.
@@ -92,13 +114,7 @@ impl SimulationResult {
             seed,
             faults: faults
                 .iter()
-                .map(|f| {
-                    let [a, b] = ctl.topo.link_names(f.link);
-                    FaultReport {
-                        link: [a.into(), b.into()],
-                        loss: f.loss,
-                    }
-                })
+                .map(|f| FaultReport::of(&ctl.topo, f))
                 .collect(),
             summary: summarize(ctl, faults, &epochs),
             epochs,
