@@ -16,11 +16,11 @@ mod common;
 
 use canary_core::localize::{
     probe_matrix, Canary, CdOnSegments, Detector, Flock, FlockInput, Localizer, NetBouncer,
-    NetBouncerParams, PmcParams, Verdict, Zero07,
+    NetBouncerParams, PmcParams, Verdict, Vote007,
 };
 use canary_core::topo::Topology;
-use canary_sim::pm_probes::{probe_paths, PmProbeParams};
-use canary_sim::probes::bounce_probes;
+use canary_sim::bounce_probes::bounce_probes;
+use canary_sim::matrix_probes::{probe_paths, PmProbeParams};
 use canary_sim::tcp007::{simulate_epoch, Tcp007Params};
 use common::{ms, Fixture, SEED};
 use std::time::Instant;
@@ -141,7 +141,7 @@ fn main() {
             &mut fx.rng,
         );
         let gen = t.elapsed().as_secs_f64();
-        let timed = median_ms(&Zero07::default(), &topo, &e.reports, reps);
+        let timed = median_ms(&Vote007::default(), &topo, &e.reports, reps);
         rows.push(Row {
             k,
             name: "007",

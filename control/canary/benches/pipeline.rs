@@ -12,8 +12,8 @@
 
 mod common;
 
-use canary::controller::{Controller, ControllerConfig};
-use canary::setup::{load_topology, prepare};
+use canary_controller::controller::{Controller, ControllerConfig};
+use canary_controller::setup::{load_topology, prepare};
 use canary_core::fabric::Fabric;
 use canary_core::fault::loss_vector;
 use canary_core::localize::{Canary, CanaryParams, Grouping};
@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 
 const EPOCH: Duration = Duration::from_millis(100);
 
-/// A simulated fabric and its controller, set up as `canary::simulate::run_full` does.
+/// A simulated fabric and its controller, set up as `canary_controller::simulate::run_full` does.
 fn simulated(k: u32, elephants: u32, mice: u32) -> (SimFabric, Controller) {
     let topo = load_topology(
         &format!("fattree:{k}"),

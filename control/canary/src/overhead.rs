@@ -1,368 +1,95 @@
-//! `canary overhead`: the paper's cost claims next to the baselines it beat (Sec. IV-B, IV-C,
-//! IV-F): Fig. 6 (minimum memory for 99 % decoding success and decoding time against the loss
-//! rate, two switches), Table II (network-wide memory, k = 8 fat-tree), Fig. 7 (flow selection
-//! under traffic dynamics) and Fig. 11 (heavy hitters against the original HashPipe).
-//!
-//! The sketches are the core's ([`canary_core::sketch::flowradar`], `lossradar`, `fermat`,
-//! `hashpipe_orig`); Canary's meters, HashPipe, minus meter and flow selection are the very code
-//! the controller runs. `docs/overhead.md` has the results beside the paper's and the formulas.
+//! `canary overhead`: memory, decoding and selection cost against the papers' baselines.
 
-pub mod fig11;
-pub mod fig6;
-pub mod fig7;
-pub mod link;
-pub mod plot;
-pub mod table2;
-pub mod traffic;
-pub mod twoswitch;
-
-use anyhow::{bail, Result};
-use serde::{Deserialize, Serialize};
-use std::collections::BTreeSet;
-use std::fmt::Write as _;
+use anyhow::{Context, Result};
+use clap::Args;
 use std::path::PathBuf;
-use std::sync::Arc;
-use traffic::{ChurnConfig, ChurnTrace, PcapStats, TracePacket};
 
-/// The parts `--only` selects.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
-pub enum Part {
-    Fig6,
-    Table2,
-    Fig7,
-    Fig11,
-}
-
-impl Part {
-    pub const ALL: [Part; 4] = [Part::Fig6, Part::Table2, Part::Fig7, Part::Fig11];
-
-    pub fn name(self) -> &'static str {
-        match self {
-            Part::Fig6 => "fig6",
-            Part::Table2 => "table2",
-            Part::Fig7 => "fig7",
-            Part::Fig11 => "fig11",
-        }
-    }
-}
-
-/// `fig6,table2` → the parts.
-pub fn parse_parts(s: &str) -> Result<BTreeSet<Part>> {
-    s.split(',')
-        .map(str::trim)
-        .filter(|x| !x.is_empty())
-        .map(|x| {
-            Part::ALL
-                .into_iter()
-                .find(|p| p.name() == x)
-                .ok_or_else(|| {
-                    anyhow::anyhow!("--only: unknown part `{x}` (fig6, table2, fig7, fig11)")
-                })
-        })
-        .collect()
-}
-
-/// Where Fig. 7 and Fig. 11 get their packets.
-#[derive(Clone)]
-pub enum TraceSpec {
-    Synthetic {
-        cfg: ChurnConfig,
-        seed: u64,
-    },
-    Pcap {
-        path: PathBuf,
-        packets: Arc<Vec<TracePacket>>,
-        stats: PcapStats,
-    },
-}
-
-impl TraceSpec {
-    /// The trace's packets, in time order, from time 0.
-    pub fn packets(&self) -> Box<dyn Iterator<Item = TracePacket> + Send + '_> {
-        match self {
-            TraceSpec::Synthetic { cfg, seed } => Box::new(ChurnTrace::new(*cfg, *seed)),
-            TraceSpec::Pcap { packets, .. } => Box::new(packets.iter().copied()),
-        }
-    }
-
-    pub fn describe(&self) -> String {
-        match self {
-            TraceSpec::Synthetic { cfg, seed } => format!(
-                "synthetic: Poisson arrivals {}/s, Pareto sizes (shape {}, {}..{} packets), \
-                 log-uniform durations {}..{} s, seed {seed}",
-                cfg.arrivals_per_s,
-                cfg.size_shape,
-                cfg.size_min,
-                cfg.size_max,
-                cfg.duration_min_s,
-                cfg.duration_max_s
-            ),
-            TraceSpec::Pcap { path, stats, .. } => format!(
-                "pcap {}: {} packets ({} not IP, skipped)",
-                path.display(),
-                stats.packets,
-                stats.skipped
-            ),
-        }
-    }
-
-    /// Reads a pcap file (sorted by time: captures may be slightly out of order).
-    pub fn pcap(path: PathBuf) -> Result<Self> {
-        let bytes = std::fs::read(&path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let (mut packets, stats) =
-            traffic::read_pcap(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
-        if packets.is_empty() {
-            bail!("{}: no IP packets", path.display());
-        }
-        packets.sort_by_key(|p| p.t_ns);
-        Ok(TraceSpec::Pcap {
-            path,
-            packets: Arc::new(packets),
-            stats,
-        })
-    }
-}
-
-#[derive(Clone)]
-pub struct OverheadOptions {
-    pub parts: BTreeSet<Part>,
-    pub seed: u64,
-    pub fig6: fig6::Fig6Options,
+#[derive(Args)]
+pub struct OverheadArgs {
+    /// Comma-separated parts: fig6, table2, fig7, fig11.
+    #[arg(long, default_value = "fig6,table2,fig7,fig11")]
+    only: String,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Fig. 6: trials per memory point (99 % success needs at most 1 failure in 100).
+    #[arg(long, default_value_t = 100)]
+    trials: usize,
+    /// Fig. 6: comma-separated link loss rates.
+    #[arg(long, default_value = "1e-4,1e-3,1e-2,1e-1")]
+    losses: String,
+    /// Fig. 6: flows through the link per 100 ms epoch.
+    #[arg(long, default_value_t = 10_000)]
+    flows: usize,
+    /// Fig. 6: Pareto shape of the flow sizes (the minimum is set to keep the mean at ≈ 80 packets).
+    #[arg(long, default_value_t = 1.2)]
+    size_shape: f64,
     /// Fig. 7 and 11: epochs of 100 ms.
-    pub epochs: u32,
-    pub etas: Vec<u32>,
-    pub dsm_widths: Vec<usize>,
-    pub ks: Vec<usize>,
-    pub trace: TraceSpec,
+    #[arg(long, default_value_t = 300)]
+    epochs: u32,
+    /// Fig. 7 and 11: flow arrivals per second of the synthetic trace.
+    #[arg(long, default_value_t = 30_000.0)]
+    arrivals: f64,
+    /// Fig. 7 and 11: read this pcap (classic libpcap) instead of the synthetic trace.
+    #[arg(long)]
+    pcap: Option<PathBuf>,
+    /// Write the figures as JSON.
+    #[arg(long)]
+    json: Option<PathBuf>,
+    /// Draw fig6.svg, fig7.svg and fig11.svg into this directory.
+    #[arg(long)]
+    svg_dir: Option<PathBuf>,
 }
 
-impl Default for OverheadOptions {
-    fn default() -> Self {
-        OverheadOptions {
-            parts: Part::ALL.into(),
-            seed: 1,
-            fig6: fig6::Fig6Options::default(),
-            epochs: 300,
-            etas: vec![0, 8, 16, 32],
-            dsm_widths: vec![64, 128, 256],
-            ks: vec![10, 25, 50, 75, 100],
-            trace: TraceSpec::Synthetic {
-                cfg: ChurnConfig::default(),
-                seed: 1,
-            },
-        }
-    }
-}
-
-/// Everything `canary overhead --json` writes; parts not run are absent.
-#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
-pub struct OverheadReport {
-    pub seed: u64,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fig6: Option<fig6::Fig6>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub table2: Option<table2::Table2>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fig7: Option<fig7::Fig7>,
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub fig11: Option<fig11::Fig11>,
-}
-
-pub fn run(opts: &OverheadOptions) -> Result<OverheadReport> {
-    let mut report = OverheadReport {
-        seed: opts.seed,
+pub fn command(a: OverheadArgs) -> Result<()> {
+    use canary_lab::overhead::{self, plot, sketch_memory::SketchMemoryOptions, TraceSpec};
+    let mut opts = overhead::OverheadOptions {
+        parts: overhead::parse_parts(&a.only)?,
+        seed: a.seed,
+        epochs: a.epochs,
         ..Default::default()
     };
-    let line = link::Line2::new()?;
-    let want = |p| opts.parts.contains(&p);
-    if want(Part::Fig6) || want(Part::Table2) {
-        let mut o = opts.fig6.clone();
-        o.seed = opts.seed;
-        if want(Part::Table2) {
-            for p in table2::LOSSES {
-                if !o.losses.iter().any(|&x| (x - p).abs() < p * 1e-9) {
-                    o.losses.push(p);
-                }
-            }
-            o.losses.sort_by(|a, b| a.total_cmp(b));
+    opts.fig6 = SketchMemoryOptions {
+        losses: a
+            .losses
+            .split(',')
+            .map(|x| x.trim().parse::<f64>())
+            .collect::<Result<_, _>>()
+            .with_context(|| format!("--losses {}: not a list of numbers", a.losses))?,
+        trials: a.trials,
+        seed: a.seed,
+        ..Default::default()
+    };
+    opts.fig6.traffic.flows = a.flows;
+    opts.fig6.traffic.size_shape = a.size_shape;
+    opts.fig6.traffic.size_min = 14.0 * (a.size_shape - 1.0) / a.size_shape * 6.0;
+    opts.trace = match a.pcap {
+        Some(p) => TraceSpec::pcap(p)?,
+        None => TraceSpec::Synthetic {
+            cfg: canary_lab::overhead::traffic::ChurnConfig {
+                duration_s: a.epochs as f64 * 0.1,
+                arrivals_per_s: a.arrivals,
+                ..Default::default()
+            },
+            seed: a.seed,
+        },
+    };
+    let r = overhead::run(&opts)?;
+    print!("{}", overhead::render(&r));
+    if let Some(path) = &a.json {
+        std::fs::write(path, serde_json::to_string_pretty(&r)?)
+            .with_context(|| format!("cannot write {}", path.display()))?;
+    }
+    if let Some(dir) = &a.svg_dir {
+        std::fs::create_dir_all(dir).with_context(|| format!("cannot create {}", dir.display()))?;
+        if let Some(f) = &r.fig6 {
+            plot::fig6(&dir.join("fig6.svg"), f)?;
         }
-        let f = fig6::run(&o)?;
-        if want(Part::Table2) {
-            report.table2 = Some(table2::run(&f)?);
+        if let Some(f) = &r.fig7 {
+            plot::fig7(&dir.join("fig7.svg"), f)?;
         }
-        report.fig6 = Some(f);
-    }
-    if want(Part::Fig7) {
-        report.fig7 = Some(fig7::run(&line, &opts.trace, &opts.etas, opts.epochs)?);
-    }
-    if want(Part::Fig11) {
-        report.fig11 = Some(fig11::run(
-            &line,
-            &opts.trace,
-            &opts.dsm_widths,
-            &opts.ks,
-            opts.epochs,
-            opts.seed,
-        )?);
-    }
-    Ok(report)
-}
-
-fn kb(bytes: f64) -> String {
-    format!("{:.1}", bytes / 1024.0)
-}
-
-fn opt<T>(x: &Option<T>, f: impl Fn(&T) -> String) -> String {
-    x.as_ref().map_or_else(|| "—".to_string(), f)
-}
-
-/// The report as text tables.
-pub fn render(r: &OverheadReport) -> String {
-    let mut s = String::new();
-    if let Some(f) = &r.fig6 {
-        let _ = writeln!(
-            s,
-            "── Fig. 6: minimum memory for {:.0} % decoding success, two switches ──",
-            f.target * 100.0
-        );
-        let _ = writeln!(
-            s,
-            "{} flows over {} ms, {:.0} packets per epoch on average, {} trials per point; KB = 1024 B",
-            f.traffic.flows,
-            f.traffic.epoch_ns / 1_000_000,
-            f.mean_packets,
-            f.trials
-        );
-        let _ = writeln!(
-            s,
-            "{:>8} │ {:>10} {:>10} {:>10} {:>10} │ {:>8} │ {:>9} {:>9} {:>9} {:>9} │ {:>7} {:>7}",
-            "loss",
-            "FlowRadar",
-            "LossRadar",
-            "Fermat",
-            "Canary",
-            "C/Fermat",
-            "FR µs",
-            "LR µs",
-            "FS µs",
-            "Can. µs",
-            "flows",
-            "seen"
-        );
-        for row in &f.rows {
-            let m = |p: &Option<fig6::Point>| opt(p, |p| kb(p.memory_bytes));
-            let t = |p: &Option<fig6::Point>| opt(p, |p| format!("{:.0}", p.decode_us));
-            let _ = writeln!(
-                s,
-                "{:>8.0e} │ {:>10} {:>10} {:>10} {:>10} │ {:>8} │ {:>9} {:>9} {:>9} {:>9} │ {:>7} {:>7.2}",
-                row.loss,
-                m(&row.flowradar),
-                m(&row.lossradar),
-                m(&row.fermat),
-                m(&row.canary),
-                opt(&row.canary_over_fermat, |x| format!("{:.1} %", x * 100.0)),
-                t(&row.flowradar),
-                t(&row.lossradar),
-                t(&row.fermat),
-                t(&row.canary),
-                opt(&row.canary, |c| format!("{:.1}", c.items)),
-                row.canary_extra.detection_rate
-            );
+        if let Some(f) = &r.fig11 {
+            plot::fig11(&dir.join("fig11.svg"), f)?;
         }
-        let _ = writeln!(
-            s,
-            "paper at 1e-2: Canary uses 2.3 % of FermatSketch's memory\n"
-        );
     }
-    if let Some(t) = &r.table2 {
-        let _ = writeln!(
-            s,
-            "── Table II: network-wide memory, k = 8 fat-tree (KB) ──"
-        );
-        let _ = writeln!(
-            s,
-            "{:<20} {:>8} │ {:>21} {:>21} {:>21}",
-            "", "switches", "1e-3 ours / paper", "1e-2 ours / paper", "1e-1 ours / paper"
-        );
-        for row in &t.rows {
-            let cells: Vec<String> = row
-                .kb
-                .iter()
-                .zip(&row.paper_kb)
-                .map(|(k, p)| format!("{:>10} / {:>8.0}", opt(k, |k| format!("{k:.0}")), p))
-                .collect();
-            let _ = writeln!(
-                s,
-                "{:<20} {:>8} │ {:>21} {:>21} {:>21}",
-                row.system, row.switches, cells[0], cells[1], cells[2]
-            );
-        }
-        s.push('\n');
-    }
-    if let Some(f) = &r.fig7 {
-        let _ = writeln!(
-            s,
-            "── Fig. 7: flow selection, α = {}, β = {}, δ = {}, {} epochs of 100 ms ──",
-            f.alpha, f.beta, f.delta, f.epochs
-        );
-        let _ = writeln!(
-            s,
-            "trace: {}; {:.0} packets per epoch",
-            f.trace, f.mean_packets_per_epoch
-        );
-        let _ = writeln!(
-            s,
-            "{:>4} │ {:>12} {:>12} │ {:>12} │ {:>12} {:>10} {:>8}",
-            "η", "epochs < α", "mean pkts", "active flows", "no-rule ep.", "mean rules", "rules"
-        );
-        for x in &f.series {
-            let _ = writeln!(
-                s,
-                "{:>4} │ {:>11.1}% {:>12.0} │ {:>12.1} │ {:>11.1}% {:>10.2} {:>8}",
-                x.eta,
-                x.share_below_alpha * 100.0,
-                x.mean_packets_counted,
-                x.mean_active_flows,
-                x.share_no_rules * 100.0,
-                x.mean_rules,
-                x.total_rules
-            );
-        }
-        let _ = writeln!(
-            s,
-            "paper (MAWI): ≈10 % of epochs < α; active flows 52.1 (η=0) vs 23.5 (η=32); ≈90 % of epochs install no rule\n"
-        );
-    }
-    if let Some(f) = &r.fig11 {
-        let _ = writeln!(
-            s,
-            "── Fig. 11: heavy hitters, Canary (DSM + 3×32 HashPipe) vs original 6-stage HashPipe, {} epochs ──",
-            f.epochs
-        );
-        let _ = writeln!(s, "trace: {}; {} flows", f.trace, f.flows);
-        for p in &f.points {
-            let _ = writeln!(
-                s,
-                "DSM 3×{} + HashPipe ({} KB, {} flows monitored) vs HashPipe 6×{} ({} KB):",
-                p.dsm_width,
-                kb(p.canary_bytes),
-                p.canary_monitored,
-                p.hashpipe_entries,
-                kb(p.hashpipe_bytes)
-            );
-            for t in &p.topk {
-                let _ = writeln!(
-                    s,
-                    "    top-{:<4} F1  Canary {:.3}   HashPipe {:.3}",
-                    t.k, t.canary, t.hashpipe
-                );
-            }
-        }
-        let _ = writeln!(
-            s,
-            "paper: Canary more accurate at equal (small) memory; HashPipe better with more memory, esp. top-75"
-        );
-    }
-    s
+    Ok(())
 }

@@ -1,282 +1,164 @@
-//! `canary simulate`: the whole pipeline on the simulated fabric, scored against the injected
-//! faults. The controller sees only what the meters recorded, through the `Fabric` trait.
+//! `canary simulate`: the whole pipeline on a simulated fabric, scored against its faults.
 
-use crate::controller::{localizer_params, Controller, ControllerConfig};
-use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
-use crate::setup::{load_faults, load_topology, prepare};
-use anyhow::Result;
-use canary_core::decide::DecisionParams;
-use canary_core::fault::{background, link_losses, with_faults, Fault};
-use canary_core::localize::Localizer;
+use crate::decision::{share, DecisionArgs};
+use anyhow::{Context, Result};
+use canary_controller::report::{render_epoch, render_summary};
+use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
-use canary_core::score::{as_scored, over_time, Score};
 use canary_core::select::SelectionParams;
-use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
-use canary_sim::{SimConfig, SimFabric};
-use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
+use canary_core::topo::MonitorPlacement;
+use clap::{Args, Parser};
+use std::io::Write;
 use std::time::Duration;
 
-#[derive(Clone, Debug)]
-pub struct SimulateOptions {
-    pub topology: String,
-    pub faults: String,
-    pub epochs: u32,
-    pub seed: u64,
-    pub selection: SelectionParams,
-    pub eta: u32,
-    pub groups: usize,
-    pub quantile_groups: bool,
-    pub floor: f64,
-    pub monitors: Option<MonitorPlacement>,
-    pub noise: f64,
-    pub epoch: Duration,
-    pub window: usize,
-    pub min_lossy_epochs: u32,
-    /// Which segments are lossy (`None`: the paper's floor and n′ rule).
-    pub decision: Option<DecisionParams>,
-    pub elephants_per_host: u32,
-    pub mice_per_host: u32,
-    /// Share of the flows over IPv6.
-    pub ipv6_share: f64,
-    pub pathbf: PathBfParams,
+#[derive(Args)]
+pub struct SimulateArgs {
+    /// `fattree:K` or a YAML topology file.
+    #[arg(long, default_value = "fattree:4")]
+    topology: String,
+    /// A YAML fault file, `random:P%` (P% of undirected links, the paper's loss mix), or `none`.
+    #[arg(long, default_value = "random:10%")]
+    faults: String,
+    #[arg(long, default_value_t = 10)]
+    epochs: u32,
+    #[arg(long, default_value_t = 1)]
+    seed: u64,
+    /// Packets to count per segment and epoch.
+    #[arg(long, default_value_t = 1000)]
+    alpha: u64,
+    /// Flows to count per segment and epoch.
+    #[arg(long, default_value_t = 20)]
+    beta: u32,
+    /// Flows selected per HH rule.
+    #[arg(long, default_value_t = 20)]
+    delta: u32,
+    /// HashPipe count a flow must exceed to be reported.
+    #[arg(long, default_value_t = 16)]
+    eta: u32,
+    /// Loss-rate groups (stages) of the multi-stage localization.
+    #[arg(long, default_value_t = 5)]
+    groups: usize,
+    /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
+    #[arg(long)]
+    quantile_groups: bool,
+    /// Segments losing less than this are taken as loss-free.
+    #[arg(long, default_value_t = 0.001)]
+    floor: f64,
+    /// Meter placement: `bottom` or `top+bottom` (default for fat-trees; a file may set its own).
+    #[arg(long)]
+    monitors: Option<MonitorPlacement>,
+    /// Background loss: every healthy link drops at a rate drawn from U(0, P).
+    #[arg(long, default_value_t = 0.0)]
+    noise: f64,
+    /// Epoch length in milliseconds.
+    #[arg(long, default_value_t = 100)]
+    epoch_ms: u64,
+    /// n: epochs aggregated per localization.
+    #[arg(long, default_value_t = 5)]
+    window: usize,
+    /// n′: epochs of the window a segment must lose packets in to count as lossy.
+    #[arg(long, default_value_t = 1)]
+    min_lossy_epochs: u32,
+    #[command(flatten)]
+    decision: DecisionArgs,
+    /// Long, fast flows each simulated host keeps open.
+    #[arg(long, default_value_t = 80)]
+    elephants_per_host: u32,
+    /// Short flows each simulated host keeps open.
+    #[arg(long, default_value_t = 120)]
+    mice_per_host: u32,
+    /// Share of the simulated flows carried over IPv6, 0 to 1.
+    #[arg(long, default_value_t = 0.0, value_parser = share)]
+    ipv6: f64,
+    /// Write the whole run as JSON.
+    #[arg(long)]
+    json: Option<String>,
+    /// Serve the live page at ADDR (e.g. 127.0.0.1:8080) while the run goes, and after it
+    /// until Ctrl-C.
+    #[arg(long)]
+    serve: Option<String>,
+    /// With --serve: wait this long after each epoch so the page can be followed (default: the
+    /// epoch length).
+    #[arg(long)]
+    pace_ms: Option<u64>,
+    /// Print only the summary.
+    #[arg(long, short)]
+    quiet: bool,
 }
 
-impl Default for SimulateOptions {
-    fn default() -> Self {
-        Self {
-            topology: "fattree:4".into(),
-            faults: "random:10%".into(),
-            epochs: 10,
-            seed: 1,
-            selection: SelectionParams::default(),
-            eta: 16,
-            groups: 5,
-            quantile_groups: false,
-            floor: 0.001,
-            monitors: None,
-            noise: 0.0,
-            epoch: Duration::from_millis(100),
-            window: 5,
-            min_lossy_epochs: 1,
-            decision: Some(DecisionParams::default()),
-            elephants_per_host: SimConfig::default().traffic.elephants.flows_per_host,
-            mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
-            ipv6_share: 0.0,
-            pathbf: PathBfParams::default(),
+impl SimulateArgs {
+    pub fn parse_from<'a>(args: impl IntoIterator<Item = &'a str>) -> Self {
+        #[derive(Parser)]
+        struct Wrap {
+            #[command(flatten)]
+            a: SimulateArgs,
         }
+        Wrap::parse_from(args).a
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FaultReport {
-    pub link: [String; 2],
-    pub loss: f64,
-    /// The share of flows the fault drops on; absent when it drops on all.
-    #[serde(default = "all_flows", skip_serializing_if = "is_all_flows")]
-    pub flows: f64,
-}
-
-impl FaultReport {
-    pub fn of(topo: &Topology, f: &Fault) -> Self {
-        let [a, b] = topo.link_names(f.link);
-        Self {
-            link: [a.into(), b.into()],
-            loss: f.loss,
-            flows: f.flows,
-        }
-    }
-}
-
-fn all_flows() -> f64 {
-    1.0
-}
-
-fn is_all_flows(share: &f64) -> bool {
-    *share >= 1.0
-}
-
-/// The `--json` document.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SimulationResult {
-    pub topology: String,
-    pub seed: u64,
-    pub faults: Vec<FaultReport>,
-    pub epochs: Vec<EpochReport>,
-    pub summary: Summary,
-}
-
-impl SimulationResult {
-    /// The document of a finished run: its faults, its epochs, and the summary scored on them.
-    pub fn of_run(ctl: &Controller, faults: &[Fault], seed: u64, epochs: Vec<EpochReport>) -> Self {
-        Self {
-            topology: ctl.topo.name.clone(),
-            seed,
-            faults: faults
-                .iter()
-                .map(|f| FaultReport::of(&ctl.topo, f))
-                .collect(),
-            summary: summarize(ctl, faults, &epochs),
-            epochs,
-        }
-    }
-}
-
-/// Runs a simulation; `on_epoch` sees each report as it is made.
-pub fn run(opts: &SimulateOptions, on_epoch: impl FnMut(&EpochReport)) -> Result<SimulationResult> {
-    Ok(run_full(opts, on_epoch)?.result)
-}
-
-/// A finished run with what other localizers need to be fed the same measurements.
-pub struct FullRun {
-    pub result: SimulationResult,
-    /// The topology as the run used it (switch IDs after the pathBF audit).
-    pub topo: canary_core::topo::Topology,
-    pub faults: Vec<Fault>,
-    /// Per-directed-link drop probabilities the simulator applied (faults plus noise).
-    pub loss: Vec<f64>,
-    /// Canary's segment observations over the whole run (what the summary localized).
-    pub observations: canary_core::detect::Observations,
-}
-
-pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) -> Result<FullRun> {
-    let topo = load_topology(&opts.topology, opts.monitors)?;
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
-    let faults = load_faults(&opts.faults, &topo, &mut rng)?;
-    let bg = background(&topo, opts.noise, &mut rng);
-    let loss = with_faults(&bg, &faults);
-    let prep = prepare(topo, opts.pathbf)?;
-    let mut sim_cfg = SimConfig {
-        seed: opts.seed,
-        ..Default::default()
-    };
-    sim_cfg.traffic.elephants.flows_per_host = opts.elephants_per_host;
-    sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
-    sim_cfg.ipv6_share = opts.ipv6_share;
-    let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss.clone(), sim_cfg);
-    let canary = localizer_params(opts.groups, opts.quantile_groups, opts.floor, opts.decision);
-    let cfg = ControllerConfig {
-        epoch: opts.epoch,
-        drain: fabric.drain_time(),
-        window: opts.window,
-        min_lossy_epochs: opts.min_lossy_epochs,
-        decision: opts.decision,
+pub fn command(a: SimulateArgs) -> Result<()> {
+    let opts = SimulateOptions {
+        topology: a.topology,
+        faults: a.faults,
+        epochs: a.epochs,
+        seed: a.seed,
         selection: SelectionParams {
-            eta: opts.eta,
-            ..opts.selection
+            alpha: a.alpha,
+            beta: a.beta,
+            delta: a.delta,
+            ..Default::default()
         },
-        canary,
+        eta: a.eta,
+        groups: a.groups,
+        quantile_groups: a.quantile_groups,
+        floor: a.floor,
+        monitors: a.monitors,
+        noise: a.noise,
+        epoch: Duration::from_millis(a.epoch_ms),
+        window: a.window,
+        min_lossy_epochs: a.min_lossy_epochs,
+        decision: a.decision.params()?,
+        elephants_per_host: a.elephants_per_host,
+        mice_per_host: a.mice_per_host,
+        ipv6_share: a.ipv6,
+        pathbf: PathBfParams::default(),
     };
-    let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
-    let rt = tokio::runtime::Builder::new_current_thread().build()?;
-    let mut epochs = Vec::with_capacity(opts.epochs as usize);
-    rt.block_on(async {
-        ctl.start(&mut fabric).await;
-        for e in 0..opts.epochs {
-            // The faults as the schedule has them in this epoch (and their share of flows).
-            fabric.set_losses(&link_losses(&bg, &faults, u64::from(e)));
-            let r = ctl.run_epoch(&mut fabric).await;
-            on_epoch(&r);
-            epochs.push(r);
-        }
-    });
-    let result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
-    Ok(FullRun {
-        result,
-        observations: ctl.run_observations(),
-        topo: ctl.topo,
-        faults,
-        loss,
-    })
-}
-
-/// Localizes the whole run's counts at once (the most packets, the tightest estimates) and
-/// scores the verdict on directed links.
-pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) -> Summary {
-    let epochs = reports.len();
-    let topo = &ctl.topo;
-    let t = std::time::Instant::now();
-    let obs = ctl.run_observations();
-    let verdict = ctl.localizer().localize(topo, &obs);
-    let localize_ms = t.elapsed().as_secs_f64() * 1e3;
-    let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
-    let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
-    // A device fault blamed as its switch (all links in, or all out) scores as found.
-    let blamed = as_scored(topo, faults, &blamed);
-    let score = Score::of(&blamed, &truth, topo.links.len());
-    let stages = verdict
-        .stages
-        .iter()
-        .map(|s| Score::of(s, &truth, topo.links.len()))
-        .collect();
-    let report = |l: LinkIx, loss: f64| {
-        let [a, b] = topo.link_names(l);
-        LinkReport {
-            link: [a.into(), b.into()],
-            loss,
-            stage: None,
-            ci95: None,
-            since: None,
-        }
+    let bar = indicatif::ProgressBar::new(opts.epochs as u64);
+    bar.set_style(
+        indicatif::ProgressStyle::with_template("{spinner} epoch {pos}/{len} {wide_bar} {elapsed}")
+            .expect("valid template"),
+    );
+    let quiet = a.quiet;
+    let out = std::io::stdout();
+    let served = match &a.serve {
+        Some(addr) => Some(canary_controller::view::Served::start(
+            &opts.topology,
+            addr,
+        )?),
+        None => None,
     };
-    let missed = faults
-        .iter()
-        .filter(|f| !blamed.contains(&f.link))
-        .map(|f| report(f.link, f.loss))
-        .collect();
-    let false_positives = verdict
-        .blamed
-        .iter()
-        .filter(|b| !truth.contains(&b.link) && blamed.contains(&b.link))
-        .map(|b| report(b.link, b.loss))
-        .collect();
-    Summary {
-        epochs,
-        blamed: ctl.link_reports(&verdict, &obs),
-        precision: score.precision,
-        recall: score.recall,
-        f1: score.f1,
-        tp: score.tp,
-        fp: score.fp,
-        fn_: score.fn_,
-        accuracy: score.accuracy,
-        stages,
-        missed,
-        false_positives,
-        localize_ms,
-        coverage: ctl.all_segment_reports(&obs),
-        over_time: over_time_report(topo, faults, reports),
+    let pace = Duration::from_millis(a.pace_ms.unwrap_or(a.epoch_ms));
+    let result = simulate::run(&opts, |r| {
+        if let Some(s) = &served {
+            s.page.push(r);
+            std::thread::sleep(pace);
+        }
+        bar.inc(1);
+        if !quiet {
+            bar.suspend(|| {
+                let _ = write!(out.lock(), "{}", render_epoch(r, 8));
+            });
+        }
+    })?;
+    bar.finish_and_clear();
+    print!("{}", render_summary(&result.summary, result.faults.len()));
+    if let Some(path) = a.json {
+        let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
     }
-}
-
-/// The run scored epoch by epoch against the schedule (every fault constant: from epoch 0 on).
-fn over_time_report(topo: &Topology, faults: &[Fault], reports: &[EpochReport]) -> OverTimeReport {
-    let blamed: Vec<Vec<LinkIx>> = reports
-        .iter()
-        .map(|r| {
-            r.blamed
-                .iter()
-                .filter_map(|b| topo.link_by_names(&b.link[0], &b.link[1]))
-                .collect()
-        })
-        .collect();
-    let o = over_time(topo, faults, &blamed);
-    let names = |l: LinkIx| topo.link_names(l).map(String::from);
-    OverTimeReport {
-        faults: o
-            .faults
-            .iter()
-            .map(|t| FaultTimingReport {
-                link: names(t.link),
-                device: t.device.map(|d| topo.name_of(d).to_string()),
-                loss: t.loss,
-                onset: t.onset,
-                repair: t.repair,
-                detected: t.detected,
-                cleared: t.cleared,
-            })
-            .collect(),
-        false_positive_link_epochs: o.false_positive_link_epochs,
-        link_epochs: o.link_epochs,
+    if let Some(s) = served {
+        s.until_shutdown();
     }
+    Ok(())
 }

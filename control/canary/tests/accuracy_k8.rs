@@ -2,7 +2,7 @@
 //! 52 directed, the paper's loss mix), α = 1000, 5 groups, 10 seeds. The controller sees only
 //! what the USM/DSM buckets recorded, through the Fabric.
 
-use canary::simulate::{run, SimulateOptions};
+use canary_controller::simulate::{run, SimulateOptions};
 use rayon::prelude::*;
 
 fn mean_f1(noise: f64) -> (f64, Vec<(u64, f64, Vec<f64>)>) {

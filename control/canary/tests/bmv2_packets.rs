@@ -29,7 +29,7 @@ mod bmv2;
 mod fabric_lab;
 
 use bmv2::RawSocket;
-use canary::setup::{prepare, Prepared};
+use canary_controller::setup::{prepare, Prepared};
 use canary_core::fabric::{Fabric, RuleOp};
 use canary_core::model::net::{Event, Net};
 use canary_core::model::wire::{self, Macs};

@@ -11,7 +11,7 @@
 
 mod chaos_lab;
 
-use canary::setup::prepare;
+use canary_controller::setup::prepare;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::SwitchIx;
 use canary_switch::drivers::chaos::{ChaosPlan, Fault};

@@ -14,8 +14,8 @@
 
 mod chaos_lab;
 
-use canary::report::EpochReport;
-use canary::report_file::ReportFile;
+use canary_controller::report::EpochReport;
+use canary_controller::report_file::ReportFile;
 use canary_core::fabric::{Fabric, RuleOp};
 use canary_core::pathbf::Decoded;
 use chaos_lab::{Rig, EPOCH};
@@ -65,7 +65,10 @@ fn kill_points(seed: u64) -> Vec<u64> {
 fn kill_and_take_over(
     rig: &mut Rig,
     calls: u64,
-    next: (chaos_lab::ChaosFabric, canary::controller::Controller),
+    next: (
+        chaos_lab::ChaosFabric,
+        canary_controller::controller::Controller,
+    ),
     last_reported: impl FnOnce(&Rig) -> Option<u64>,
 ) -> (Vec<EpochReport>, f64) {
     rig.run_until_killed(calls);
@@ -165,7 +168,7 @@ fn a_controller_killed_anywhere_in_an_epoch_restarts_without_wiping_the_switches
         rig.epochs(6);
         if std::env::var_os("CHAOS_PRINT").is_some() {
             for r in &rig.reports {
-                eprint!("{}", canary::report::render_epoch(r, 3));
+                eprint!("{}", canary_controller::report::render_epoch(r, 3));
             }
         }
         assert_eq!(

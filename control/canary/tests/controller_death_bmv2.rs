@@ -9,7 +9,7 @@
 mod bmv2;
 mod fabric_lab;
 
-use canary::setup::load_topology;
+use canary_controller::setup::load_topology;
 use canary_switch::contract::{Program, Table};
 use canary_switch::entries::{read_rule, ReadRule};
 use canary_switch::p4info::P4InfoIndex;

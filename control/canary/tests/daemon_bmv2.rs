@@ -8,7 +8,7 @@
 mod bmv2;
 mod fabric_lab;
 
-use canary::setup::load_topology;
+use canary_controller::setup::load_topology;
 use fabric_lab::{http_get_in_ns, read_json, wait_child, FabricLab};
 use serde_json::Value;
 use std::time::{Duration, Instant};

@@ -3,7 +3,7 @@
 //! rules' unit tests fire on series shaped like Canary's; and every metric the rules and the
 //! dashboard use is one `canary run --metrics` exports.
 
-use canary::metrics::Metrics;
+use canary_controller::metrics::Metrics;
 use canary_testkit::{on_path, repo_root, skip};
 use std::collections::BTreeSet;
 use std::process::Command;
@@ -39,9 +39,9 @@ fn the_rules_and_config_are_valid_and_the_alerts_fire_on_canarys_series() {
 /// faults, so that every family has series: links blamed, segments counted, and a report that
 /// names an unreachable (disturbed) switch and a full table.
 fn exported() -> BTreeSet<String> {
-    use canary::controller::{Controller, ControllerConfig};
-    use canary::report::TableFull;
-    use canary::setup::{load_topology, prepare};
+    use canary_controller::controller::{Controller, ControllerConfig};
+    use canary_controller::report::TableFull;
+    use canary_controller::setup::{load_topology, prepare};
     use canary_sim::{SimConfig, SimFabric};
     let topo = load_topology("fattree:4", None).unwrap();
     let prep = prepare(topo, Default::default()).unwrap();
@@ -69,7 +69,7 @@ fn exported() -> BTreeSet<String> {
     });
     assert!(!r.blamed.is_empty(), "the lossy link is blamed");
     r.unreachable.push("core0".into());
-    r.disturbed.push(canary::report::SwitchEvent {
+    r.disturbed.push(canary_controller::report::SwitchEvent {
         switch: "core0".into(),
         detail: "unreachable: a test".into(),
     });

@@ -1,8 +1,8 @@
 //! The epoch boundary on the simulated fabric: packets in flight when the parity flips, and
 //! switches that flip at different moments, must not show up as loss.
 
-use canary::controller::{Controller, ControllerConfig};
-use canary::setup::{load_topology, prepare};
+use canary_controller::controller::{Controller, ControllerConfig};
+use canary_controller::setup::{load_topology, prepare};
 use canary_core::pathbf::PathBfParams;
 use canary_sim::{SimConfig, SimFabric};
 use std::time::Duration;
@@ -13,7 +13,7 @@ fn topo_path(name: &str) -> String {
 
 /// Runs `epochs` epochs on a loss-free line3 whose hops take 3 ms (so a flip always catches
 /// thousands of packets mid-path) and whose switches flip up to 2 ms apart.
-fn run(drain: Option<Duration>, epochs: usize) -> Vec<canary::report::EpochReport> {
+fn run(drain: Option<Duration>, epochs: usize) -> Vec<canary_controller::report::EpochReport> {
     let topo = load_topology(&topo_path("line3.yaml"), None).unwrap();
     let prep = prepare(topo, PathBfParams::default()).unwrap();
     let mut cfg = SimConfig {

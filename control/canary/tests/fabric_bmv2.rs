@@ -9,7 +9,7 @@ mod bmv2;
 mod fabric_lab;
 
 use bmv2::RawSocket;
-use canary::setup::{load_topology, prepare, Prepared};
+use canary_controller::setup::{load_topology, prepare, Prepared};
 use canary_core::detect::minus_meters;
 use canary_core::fabric::{Fabric, MeterSnapshot, RuleOp};
 use canary_core::model::epoch_tag;

@@ -3,8 +3,8 @@
 //! under background noise, and a healthy fabric under noise. Scored by the run's own summary,
 //! epoch by epoch against the schedule.
 
-use canary::report::FaultTimingReport;
-use canary::simulate::{run, SimulateOptions, SimulationResult};
+use canary_controller::report::FaultTimingReport;
+use canary_controller::simulate::{run, SimulateOptions, SimulationResult};
 use canary_core::decide::DecisionParams;
 use std::path::PathBuf;
 

@@ -7,7 +7,7 @@
 //! parts with `CANARY_REWRITE_GOLDEN=1 cargo test -p canary --test report_golden` and review the
 //! diff of `testdata/`.
 
-use canary::report::{render_epoch, EpochReport};
+use canary_controller::report::{render_epoch, EpochReport};
 use std::path::{Path, PathBuf};
 
 const SEPARATOR: &str = "----\n";

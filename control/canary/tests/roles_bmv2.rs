@@ -9,7 +9,7 @@
 mod bmv2;
 mod fabric_lab;
 
-use canary::setup::{load_topology, prepare};
+use canary_controller::setup::{load_topology, prepare};
 use canary_core::model::SwitchConfig;
 use canary_core::topo::{FloodTree, ForwardingState, Routing};
 use canary_switch::driver::SwitchDriver;
@@ -65,7 +65,7 @@ struct Setup {
 
 /// The fabric as a controller sees it: topology, switches, program.
 struct View {
-    prep: canary::setup::Prepared,
+    prep: canary_controller::setup::Prepared,
     bound: Vec<canary_switch::switches::BoundSwitch>,
     program: Arc<Bmv2Program>,
 }
@@ -81,7 +81,7 @@ impl Setup {
             .unwrap()
             .bind(&self.switches, &prep.topo)
             .unwrap();
-        let p4 = canary::daemon::load_p4(Some(&self.p4dir)).unwrap();
+        let p4 = canary_controller::daemon::load_p4(Some(&self.p4dir)).unwrap();
         let program =
             Arc::new(Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap());
         View {

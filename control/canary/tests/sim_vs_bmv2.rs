@@ -11,7 +11,7 @@ mod bmv2;
 mod fabric_lab;
 
 use bmv2::RawSocket;
-use canary::setup::{load_topology, prepare};
+use canary_controller::setup::{load_topology, prepare};
 use canary_core::fabric::{Fabric, RuleOp};
 use canary_core::model::wire::{self, Macs};
 use canary_core::pathbf::PathBfParams;

@@ -7,8 +7,6 @@
 //! fixed. Where one body covers several decoders, the input's first byte picks which.
 
 use bfrt_proto::{bfrt, p4rt};
-use canary::eval::trace::{failing_links, read_probes};
-use canary::overhead::traffic::read_pcap;
 use canary_core::fault;
 use canary_core::localize::flock_trace::FlockTrace;
 use canary_core::model::epoch_tag;
@@ -17,6 +15,8 @@ use canary_core::topo::{
     default_switch_id, fattree::fattree, yaml, MonitorPlacement, Routing, Segments, Topology,
 };
 use canary_core::FlowId;
+use canary_lab::eval::trace::{failing_links, read_probes};
+use canary_lab::overhead::traffic::read_pcap;
 use canary_switch::bmv2_thrift::{decode_reply, Call, Outcome, Reply};
 use canary_switch::contract::{Program, Table, DIGEST_P4INFO, TABLES};
 use canary_switch::driver::Digests;

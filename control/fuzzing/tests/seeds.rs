@@ -255,9 +255,10 @@ fn write_seeds() {
     let mut loss = vec![0.0; topo.links.len()];
     loss[bad as usize] = 0.2;
     let mut rng = <rand_chacha::ChaCha8Rng as rand::SeedableRng>::seed_from_u64(3);
-    let probes = canary_sim::probes::bounce_probes(&topo, &loss, 3, &mut rng);
+    let probes = canary_sim::bounce_probes::bounce_probes(&topo, &loss, 3, &mut rng);
     let faults = [canary_core::fault::Fault::constant(bad, 0.2)];
-    let trace = canary::eval::trace::write_probes(&topo, &probes[..probes.len().min(12)], &faults);
+    let trace =
+        canary_lab::eval::trace::write_probes(&topo, &probes[..probes.len().min(12)], &faults);
     put(
         "flock_trace",
         "exported-k4",

@@ -10,9 +10,9 @@
 //! It also produces the telemetry the other localizers consume (probes, TCP retransmissions).
 //! It does not localize anything.
 
+pub mod bounce_probes;
 pub mod fabric;
-pub mod pm_probes;
-pub mod probes;
+pub mod matrix_probes;
 pub mod synth;
 pub mod tcp007;
 pub mod traffic;

@@ -184,7 +184,7 @@ pub fn simulate_epoch(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use canary_core::localize::{Localizer, Zero07};
+    use canary_core::localize::{Localizer, Vote007};
     use canary_core::topo::{fattree::fattree, MonitorPlacement};
     use rand::SeedableRng;
     use rand_chacha::ChaCha8Rng;
@@ -231,7 +231,7 @@ mod tests {
                 assert!(p.contains(&bad) && *truth == Some(bad));
             }
         }
-        let v = Zero07::default().localize(&t, &e.reports);
+        let v = Vote007::default().localize(&t, &e.reports);
         assert_eq!(v.stages[0], vec![bad]);
     }
 

@@ -1,4 +1,4 @@
-//! Quick seeded S8-style measurement (LOCALIZERS §7.1) for 007 and deTector: k = 8 fat-tree,
+//! Quick seeded measurement in the Canary paper's Fig. 8 setting for 007 and deTector: k = 8 fat-tree,
 //! 26 bidirectional faulty links, 52 directed loss rates 11/13/9/9/10 over
 //! [0.2,1] / [0.1,0.2) / [0.05,0.1) / [0.01,0.05) / [0.001,0.01), healthy links lossless.
 //! Scored on directed links. Ignored by default (prints a table):
@@ -6,12 +6,12 @@
 
 use std::collections::HashSet;
 
-use canary_core::localize::zero07::{ranking, tally};
+use canary_core::localize::vote007::{ranking, tally};
 use canary_core::localize::{
-    probe_matrix, Detector, DetectorParams, Localizer, PmcParams, Zero07, Zero07Params,
+    probe_matrix, Detector, DetectorParams, Localizer, PmcParams, Vote007, Vote007Params,
 };
 use canary_core::topo::{fattree::fattree, LinkIx, MonitorPlacement, Routing, Topology};
-use canary_sim::{pm_probes, tcp007};
+use canary_sim::{matrix_probes, tcp007};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 
@@ -40,26 +40,26 @@ fn s8_measurement() {
         let mut rng = ChaCha8Rng::seed_from_u64(seed);
         let loss = faults(&t, &mut rng);
         let e = tcp007::simulate_epoch(&t, &r, &loss, &tcp007::Tcp007Params::default(), &mut rng);
-        let z = Zero07::default().localize(&t, &e.reports);
-        let zr = Zero07 {
-            params: Zero07Params {
+        let z = Vote007::default().localize(&t, &e.reports);
+        let zr = Vote007 {
+            params: Vote007Params {
                 total: canary_core::localize::VoteTotal::Recomputed,
-                ..Zero07Params::default()
+                ..Vote007Params::default()
             },
         }
         .localize(&t, &e.reports);
-        let z5 = Zero07 {
-            params: Zero07Params {
+        let z5 = Vote007 {
+            params: Vote007Params {
                 threshold: 0.005,
-                ..Zero07Params::default()
+                ..Vote007Params::default()
             },
         }
         .localize(&t, &e.reports);
-        let v = tally(t.links.len(), &e.reports, &Zero07Params::default());
+        let v = tally(t.links.len(), &e.reports, &Vote007Params::default());
         let cast = e.reports.iter().filter(|f| f.path.is_some()).count() as f64;
         let max_share = ranking(&v)[0].1 / cast;
         let top = ranking(&v).into_iter().take(52).map(|x| x.0);
-        let probes = pm_probes::probe_paths(&t, &m.paths, &loss, &Default::default(), &mut rng);
+        let probes = matrix_probes::probe_paths(&t, &m.paths, &loss, &Default::default(), &mut rng);
         let d9 = Detector::default().localize(&t, &probes);
         let d6 = Detector {
             params: DetectorParams {

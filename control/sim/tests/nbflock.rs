@@ -4,7 +4,7 @@ use canary_core::localize::{
     Flock, FlockInput, Localizer, NetBouncer, NetBouncerParams, ProbePath, Verdict,
 };
 use canary_core::topo::{fattree::fattree, LinkIx, MonitorPlacement, Topology};
-use canary_sim::probes::bounce_probes;
+use canary_sim::bounce_probes::bounce_probes;
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 

@@ -1,4 +1,4 @@
-//! Compiles p4src/tna for Tofino 1 with `tna/build.sh` (the open-source Tofino back end of p4c,
+//! Compiles p4src/tna for Tofino 1 with `tofino/build.sh` (the open-source Tofino back end of p4c,
 //! `bf-p4c`, found on PATH) and checks what the control plane and the hardware need of it:
 //!
 //! * the compile succeeds (table placement included: bf-p4c fails when the program does not fit
@@ -90,14 +90,14 @@ fn tna_program_compiles_for_tofino1_and_resolves() {
     }
     let dir = tempfile::tempdir().unwrap();
     // -g: bf-p4c writes pipe/logs/ (resources.json, table placement) only with it.
-    let out = Command::new(repo_root().join("tna/build.sh"))
+    let out = Command::new(repo_root().join("tofino/build.sh"))
         .arg(dir.path())
         .arg("-g")
         .output()
-        .expect("run tna/build.sh");
+        .expect("run tofino/build.sh");
     assert!(
         out.status.success(),
-        "tna/build.sh failed:\n{}{}",
+        "tofino/build.sh failed:\n{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );

@@ -16,7 +16,7 @@ const METER_WIDTH: usize = 1024;
 
 /// `hp_slot_t`: {fp, count}; fp 0 = empty.
 #[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-struct Slot {
+struct HashPipeEntry {
     fp: u32,
     count: u32,
 }
@@ -24,13 +24,13 @@ struct Slot {
 #[derive(Default)]
 struct TnaHashPipe {
     /// stage 0: count_reg and its copy fp_reg
-    s0: [Slot; ENTRIES],
-    s0_copy: [Slot; ENTRIES],
+    s0: [HashPipeEntry; ENTRIES],
+    s0_copy: [HashPipeEntry; ENTRIES],
     /// stage 1: count_reg and stage1_fp's fp_reg
-    s1: [Slot; ENTRIES],
-    s1_copy: [Slot; ENTRIES],
+    s1: [HashPipeEntry; ENTRIES],
+    s1_copy: [HashPipeEntry; ENTRIES],
     /// stage 2: count_reg
-    s2: [Slot; ENTRIES],
+    s2: [HashPipeEntry; ENTRIES],
 }
 
 fn bits(x: u32, lo: u32, n: u32) -> usize {
@@ -38,13 +38,13 @@ fn bits(x: u32, lo: u32, n: u32) -> usize {
 }
 
 /// count_carry's update (both copies run it) and its two results: (count_carry's, fp_carry's).
-fn carry(v: &mut Slot, carry_fp: u32, carry_count: u32) -> (u32, u32) {
+fn carry(v: &mut HashPipeEntry, carry_fp: u32, carry_count: u32) -> (u32, u32) {
     if v.fp == carry_fp {
         v.count = v.count.wrapping_add(carry_count);
         (0, v.fp)
     } else if v.count < carry_count {
         let old = *v;
-        *v = Slot {
+        *v = HashPipeEntry {
             fp: carry_fp,
             count: carry_count,
         };
@@ -60,12 +60,12 @@ impl TnaHashPipe {
         let fp = h.c32 | 1;
         // Stage 0: count_take and fp_take, same update, different results.
         let i0 = bits(u32::from(h.c16), 11, 5);
-        let take = |v: &mut Slot| {
+        let take = |v: &mut HashPipeEntry| {
             let old = *v;
             if v.fp == fp {
                 v.count = v.count.wrapping_add(1);
             } else {
-                *v = Slot { fp, count: 1 };
+                *v = HashPipeEntry { fp, count: 1 };
             }
             old
         };
@@ -184,9 +184,9 @@ fn tna_hashpipe_equals_the_model_packet_for_packet() {
 
             assert_eq!(tna.s0, tna.s0_copy, "stage 0 copies diverged");
             assert_eq!(tna.s1, tna.s1_copy, "stage 1 copies diverged");
-            let mut want = [[Slot::default(); ENTRIES]; 3];
+            let mut want = [[HashPipeEntry::default(); ENTRIES]; 3];
             for (stage, index, fp, count) in model.entries() {
-                want[stage][index] = Slot { fp, count };
+                want[stage][index] = HashPipeEntry { fp, count };
             }
             assert_eq!(
                 [tna.s0, tna.s1, tna.s2],

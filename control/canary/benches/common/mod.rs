@@ -2,7 +2,7 @@
 //! epoch of meters, and the timed epoch (detect + localize).
 #![allow(dead_code)] // each bench uses part of this
 
-use canary::setup::{load_topology, prepare, Prepared};
+use canary_controller::setup::{load_topology, prepare, Prepared};
 use canary_core::detect::{minus_meters, observations, Observations, Window};
 use canary_core::fabric::MeterSnapshot;
 use canary_core::fault::{self, Fault};

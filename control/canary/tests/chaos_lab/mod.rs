@@ -3,9 +3,9 @@
 //! harvest checked against the switch's meters of exactly that epoch.
 #![allow(dead_code)]
 
-use canary::controller::{Controller, ControllerConfig};
-use canary::report::EpochReport;
-use canary::setup::{load_topology, prepare, Prepared};
+use canary_controller::controller::{Controller, ControllerConfig};
+use canary_controller::report::EpochReport;
+use canary_controller::setup::{load_topology, prepare, Prepared};
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{
     Fabric, HhReport, MeterSnapshot, Resumed, RuleOp, SwitchError, SwitchResult,
@@ -363,7 +363,7 @@ impl Rig {
     pub fn assert_clean(&self) {
         if std::env::var_os("CHAOS_PRINT").is_some() {
             for r in &self.reports {
-                eprint!("{}", canary::report::render_epoch(r, 20));
+                eprint!("{}", canary_controller::report::render_epoch(r, 20));
             }
         }
         for r in &self.reports {

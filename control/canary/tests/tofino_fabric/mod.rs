@@ -3,7 +3,7 @@
 //! edge1_0→agg1_1: what `canary run --target tofino` runs against in the tests.
 #![allow(dead_code)]
 
-use canary::setup::{load_topology, prepare};
+use canary_controller::setup::{load_topology, prepare};
 use canary_core::fault;
 use canary_core::topo::{PortMap, SwitchIx};
 use canary_sim::{SimConfig, SimFabric};

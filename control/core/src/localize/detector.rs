@@ -7,8 +7,8 @@
 //! existing localization algorithm to the loss patterns of large DCNs, runs within seconds, names
 //! the faulty links and estimates their loss rates. Others describe it as a greedy heuristic that
 //! blames the fewest links, filtered by a *hit ratio* (NetBouncer §6.5, settings 0.6 and 0.9).
-//! [`pll`] therefore implements LOCALIZERS §2.2.B — Tomo-style greedy cover with a hit-ratio
-//! filter — and every threshold in [`DetectorParams`] is ours, not the paper's:
+//! [`pll`] therefore implements a reconstruction — Tomo-style greedy cover with a hit-ratio
+//! filter, since the supplied text lacks PLL's body — and every threshold in [`DetectorParams`] is ours, not the paper's:
 //! 1. a path is lossy when it lost ≥ 1 probe (or, if `tau_path` is set, its loss rate ≥ it);
 //! 2. `hit(ℓ)` = lossy paths through ℓ / probed paths through ℓ; candidates have
 //!    `hit ≥ theta_hit`;

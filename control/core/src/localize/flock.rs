@@ -14,7 +14,7 @@
 //!
 //! Components are plain indices. [`Flock`] maps them to links by [`Granularity`]: directed links
 //! for one-way flows and Canary segments, undirected links (`u` = directed `2u`, `2u + 1`) for
-//! round-trip bounce probes (LOCALIZERS §1.3, §5.5 item 7).
+//! round-trip bounce probes (a round trip cannot tell which direction lost it).
 //!
 //! Not done here: device components and their 5× prior, parameter calibration (the paper's §5.2
 //! rule lives in the eval layer, `canary eval --calibrate`), the optional `r ≥ 1` conditioning for
@@ -23,11 +23,12 @@
 use serde::{Deserialize, Serialize};
 
 use super::netbouncer::{undirected_set, ProbePath};
-use super::zero07::FlowReport007;
+use super::vote007::FlowReport007;
 use super::{BlamedLink, Localizer, Verdict};
 use crate::topo::{LinkIx, Topology};
 
-/// Model hyper-parameters. Default: Canary Table III as read in LOCALIZERS §6.10 item 1.
+/// Model hyper-parameters. Default: Canary's Table III, whose p_b is garbled in print; read
+/// with the Flock code's convention `p1 = 1 − p_b` and its default `p1 = 1 − 10⁻³`.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub struct FlockParams {
     /// Per-packet problem probability on a good path.

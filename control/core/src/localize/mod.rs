@@ -9,7 +9,7 @@
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
 //! * [`netbouncer`]: NetBouncer (DFD + CD on undirected links) and NetBouncer-stage over bounce
 //!   probes; [`flock`]: Flock's greedy MLE with JLE; [`flock_trace`]: Flock's trace text format.
-//! * [`zero07`]: 007's voting over traced retransmitting flows and its Algorithm 1.
+//! * [`vote007`]: 007's voting over traced retransmitting flows and its Algorithm 1.
 //! * [`detector`]: deTector's probe-matrix construction (PMC) and a reconstructed PLL.
 //!
 //! What this module does NOT do: build sub-problems from meters or topologies (links and
@@ -24,7 +24,7 @@ pub mod flock_trace;
 pub mod groups;
 pub mod netbouncer;
 pub mod segments;
-pub mod zero07;
+pub mod vote007;
 
 #[cfg(test)]
 mod tests_canary;
@@ -35,7 +35,7 @@ mod tests_detector;
 #[cfg(test)]
 mod tests_nbflock;
 #[cfg(test)]
-mod tests_zero07;
+mod tests_vote007;
 
 pub use canary::{
     estimate_losses, localize_all, multi_stage, single_cd, Blame, CanaryParams, Diagnosis,
@@ -49,7 +49,7 @@ pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
 pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
 pub use segments::{Canary, CdOnSegments};
-pub use zero07::{FlowReport007, VoteTotal, Zero07, Zero07Params};
+pub use vote007::{FlowReport007, Vote007, Vote007Params, VoteTotal};
 
 use crate::topo::{LinkIx, Topology};
 use serde::{Deserialize, Serialize};

@@ -15,7 +15,7 @@
 //! passes [`Threshold`]. `rounds = 1` is plain NetBouncer.
 //!
 //! Not done here: building the probing plan or simulating probes (see [`bounce_plan`] and
-//! `canary_sim::probes`), RTT analysis, devices other than switches (no servers in the plan).
+//! `canary_sim::bounce_probes`), RTT analysis, devices other than switches (no servers in the plan).
 
 use serde::{Deserialize, Serialize};
 
@@ -36,7 +36,8 @@ pub struct ProbePath {
 /// When CD's estimate `x` makes a link bad.
 #[derive(Clone, Copy, Debug, PartialEq, Serialize, Deserialize)]
 pub enum Threshold {
-    /// `x < 1` (up to `1e-12`): Canary's harness (LOCALIZERS §3.5.7).
+    /// `x < 1` (up to `1e-12`): how the Canary authors flagged links in their comparison
+    /// (the NetBouncer paper's own threshold is 0.999).
     BelowOne,
     /// `x ≤ t`: the NetBouncer paper uses `t = 0.999` in simulation, `0.99` in production.
     AtMost(f64),

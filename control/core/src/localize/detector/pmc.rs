@@ -8,7 +8,7 @@
 //! (eq. 1) until every link lies on ≥ α chosen paths (α-coverage) and every universe element is a
 //! set of its own (β-identifiability), or nothing useful is left.
 //!
-//! Choices where the text is open (see also LOCALIZERS §2.5):
+//! Choices where the text is open:
 //! * [`SetCount::Split`] (default) counts the sets the path would actually split. Only this
 //!   reading makes scores non-decreasing (the paper's Observation 2), which the CELF lazy heap
 //!   relies on. [`SetCount::Touched`] counts every set with an element on the path (the literal

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Compile the TNA Canary program for Tofino 1 with the open-source Tofino back end of p4c.
-#   tna/build.sh OUTDIR  ->  OUTDIR/canary.tofino/ (bf-p4c's output: pipe/tofino.bin, pipe/context.json;
+#   tofino/build.sh OUTDIR  ->  OUTDIR/canary.tofino/ (bf-p4c's output: pipe/tofino.bin, pipe/context.json;
 #                            with -g also pipe/logs/{resources.json,table_summary.log,...}),
 #                            OUTDIR/bfrt.json, OUTDIR/canary.p4info.txtpb
 # Uses the bf-p4c on PATH; exits 0 with "SKIP: bf-p4c not on PATH" when there is none.

@@ -1,8 +1,8 @@
 //! The two-switch network of the overhead experiments (`topologies/line2.yaml`: s1 → s2, one
 //! segment each way), prepared as every run is (pathBF audit, segments, codec).
 
-use crate::setup::{prepare, Prepared};
 use anyhow::{Context, Result};
+use canary_controller::setup::{prepare, Prepared};
 use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::pathbf::PathBfParams;
 use canary_core::sketch::{Dsm, MeterConfig, Usm};

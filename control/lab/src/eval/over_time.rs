@@ -4,14 +4,14 @@
 //! run's epoch reports. Every localizer's verdicts are then scored epoch by epoch against the
 //! schedule: time to detect, time to clear, false-positive link-epochs.
 
-use super::{flock_for, nb_params, stream, zero07_for, EvalOptions, Kind};
-use crate::report::OverTimeReport;
+use super::{flock_for, nb_params, stream, vote007_for, EvalOptions, Kind};
+use canary_controller::report::OverTimeReport;
 use canary_core::fault::{link_losses, Fault};
 use canary_core::localize::{Detector, FlockInput, Localizer, NetBouncer};
 use canary_core::score::{over_time, OverTime};
 use canary_core::topo::{LinkIx, Routing, Topology};
-use canary_sim::pm_probes::{probe_paths, PmProbeParams};
-use canary_sim::probes::bounce_probes;
+use canary_sim::bounce_probes::bounce_probes;
+use canary_sim::matrix_probes::{probe_paths, PmProbeParams};
 use canary_sim::tcp007::simulate_epoch;
 use serde::{Deserialize, Serialize};
 
@@ -110,10 +110,10 @@ pub fn verdicts(
                 let probes = bounce_probes(topo, &loss, opts.probes, &mut rng(1));
                 flock_for(k, opts).localize(topo, &FlockInput::from_probes(&probes))
             }
-            Kind::FlockA2 | Kind::Zero07 => {
+            Kind::FlockA2 | Kind::Vote007 => {
                 let epoch = simulate_epoch(topo, &routing, &loss, &opts.tcp, &mut rng(2));
-                if k == Kind::Zero07 {
-                    zero07_for(opts).localize(topo, &epoch.reports)
+                if k == Kind::Vote007 {
+                    vote007_for(opts).localize(topo, &epoch.reports)
                 } else {
                     flock_for(k, opts).localize(topo, &FlockInput::from_flows_a2(&epoch.reports))
                 }

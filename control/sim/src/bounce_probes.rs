@@ -1,4 +1,4 @@
-//! NetBouncer's bounce probes as Canary's comparison runs them (LOCALIZERS §7.1 item 3): for
+//! NetBouncer's bounce probes as the Canary paper's Fig. 8 comparison runs them (100 packets per path): for
 //! every (bottom switch, top-layer switch) pair, `n` probes along bottom→…→top→…→same bottom
 //! ([`bounce_plan`]), each walking its directed links in order and lost at the first link whose
 //! independent Bernoulli drop fires.

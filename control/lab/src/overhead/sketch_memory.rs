@@ -50,7 +50,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::Instant;
 
 #[derive(Clone, Debug)]
-pub struct Fig6Options {
+pub struct SketchMemoryOptions {
     pub losses: Vec<f64>,
     pub trials: usize,
     pub seed: u64,
@@ -63,9 +63,9 @@ pub struct Fig6Options {
     pub timing_trials: usize,
 }
 
-impl Default for Fig6Options {
+impl Default for SketchMemoryOptions {
     fn default() -> Self {
-        Fig6Options {
+        SketchMemoryOptions {
             losses: vec![1e-4, 1e-3, 1e-2, 1e-1],
             trials: 100,
             seed: 1,
@@ -115,7 +115,7 @@ pub struct Row {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fig6 {
+pub struct SketchMemory {
     pub traffic: LinkTraffic,
     pub trials: usize,
     pub target: f64,
@@ -359,7 +359,7 @@ fn canary_trial(line: &Line2, t: &Trial, l: &Lost, w: usize) -> (bool, bool, f64
     (exact, saw, us)
 }
 
-pub fn run(opts: &Fig6Options) -> Result<Fig6> {
+pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
     ensure!(opts.trials > 0, "--trials must be at least 1");
     ensure!(
         opts.losses.iter().all(|&p| p > 0.0 && p < 1.0),
@@ -530,7 +530,7 @@ pub fn run(opts: &Fig6Options) -> Result<Fig6> {
             canary_over_fermat,
         });
     }
-    Ok(Fig6 {
+    Ok(SketchMemory {
         traffic: opts.traffic,
         trials: opts.trials,
         target: opts.target,

@@ -200,7 +200,7 @@ mod tests {
     use super::*;
     use canary_core::localize::flock_trace::MAX_PATH_LINKS;
     use canary_core::topo::{fattree::fattree, MonitorPlacement};
-    use canary_sim::probes::bounce_probes;
+    use canary_sim::bounce_probes::bounce_probes;
     use rand::SeedableRng;
 
     #[test]

@@ -28,7 +28,7 @@ pub struct Series {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fig7 {
+pub struct SelectionChurn {
     pub trace: String,
     pub alpha: u64,
     pub beta: u32,
@@ -38,7 +38,7 @@ pub struct Fig7 {
     pub series: Vec<Series>,
 }
 
-pub fn run(line: &Line2, trace: &TraceSpec, etas: &[u32], epochs: u32) -> Result<Fig7> {
+pub fn run(line: &Line2, trace: &TraceSpec, etas: &[u32], epochs: u32) -> Result<SelectionChurn> {
     let base = SelectionParams {
         adaptive_eta: false,
         ..Default::default()
@@ -60,7 +60,7 @@ pub fn run(line: &Line2, trace: &TraceSpec, etas: &[u32], epochs: u32) -> Result
     let mean_packets = series.first().map_or(0.0, |s| {
         s.epochs.iter().map(|e| e.packets as f64).sum::<f64>() / s.epochs.len().max(1) as f64
     });
-    Ok(Fig7 {
+    Ok(SelectionChurn {
         trace: trace.describe(),
         alpha: base.alpha,
         beta: base.beta,

@@ -31,7 +31,7 @@ use anyhow::{bail, Result};
 use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::{
     Flock, FlockInput, FlockParams, Localizer, NetBouncer, NetBouncerParams, Threshold, Verdict,
-    Zero07, Zero07Params,
+    Vote007, Vote007Params,
 };
 use canary_core::score::Score;
 use canary_core::topo::{LinkIx, Topology};
@@ -253,7 +253,7 @@ pub fn netbouncer_grid() -> Vec<NbSetting> {
 /// 007's grid: Algorithm 1's threshold as a share of the votes cast, 1e-4 … 0.3 at 1, 1.5, 2,
 /// 3, 5, 7 per decade (the authors swept 1e-4 … 0.3 linearly in steps of 2e-4 and chose 0.0023
 /// for uniform traffic, 0.0083 for skewed; the 007 paper's own is 0.01). Ascending.
-pub fn zero07_grid() -> Vec<f64> {
+pub fn vote007_grid() -> Vec<f64> {
     let mut g = Vec::new();
     for e in -4..0 {
         for m in [1.0, 1.5, 2.0, 3.0, 5.0, 7.0] {
@@ -272,7 +272,7 @@ pub fn zero07_grid() -> Vec<f64> {
 pub enum TunedParams {
     Flock(FlockParams),
     NetBouncer(NbSetting),
-    Zero07 { threshold: f64 },
+    Vote007 { threshold: f64 },
 }
 
 impl TunedParams {
@@ -290,9 +290,9 @@ impl TunedParams {
         }
     }
 
-    pub fn zero07(&self) -> Option<f64> {
+    pub fn vote007(&self) -> Option<f64> {
         match self {
-            Self::Zero07 { threshold } => Some(*threshold),
+            Self::Vote007 { threshold } => Some(*threshold),
             _ => None,
         }
     }
@@ -304,7 +304,7 @@ impl TunedParams {
                 "lambda {:e}, fail threshold {:e}, bad-flow fraction {}",
                 p.lambda, p.fail_threshold, p.bad_flow_fraction
             ),
-            Self::Zero07 { threshold } => format!("threshold {threshold:e} of the votes"),
+            Self::Vote007 { threshold } => format!("threshold {threshold:e} of the votes"),
         }
     }
 }
@@ -442,7 +442,7 @@ pub fn same_training(a: &EvalOptions, b: &EvalOptions) -> bool {
 pub fn calibrated_kind(k: Kind) -> bool {
     matches!(
         k,
-        Kind::Flock | Kind::FlockA2 | Kind::NetBouncerPaper | Kind::Zero07
+        Kind::Flock | Kind::FlockA2 | Kind::NetBouncerPaper | Kind::Vote007
     )
 }
 
@@ -468,7 +468,7 @@ fn simulate_sample(opts: &EvalOptions, seed: u64) -> Result<Sample> {
         Vec::new()
     };
     let a1 = FlockInput::from_probes(&probes);
-    let epoch = (wants(Kind::FlockA2) || wants(Kind::Zero07)).then(|| tcp_epoch(&o, &topo, &loss));
+    let epoch = (wants(Kind::FlockA2) || wants(Kind::Vote007)).then(|| tcp_epoch(&o, &topo, &loss));
     let a2 = epoch
         .as_ref()
         .map(|e| FlockInput::from_flows_a2(&e.reports))
@@ -537,11 +537,11 @@ pub fn run(opts: &EvalOptions, spec: &CalibrateSpec) -> Result<Option<Calibratio
                     scores,
                 )
             }
-            Kind::Zero07 => {
-                let grid = zero07_grid();
+            Kind::Vote007 => {
+                let grid = vote007_grid();
                 let scores = grid_scores(&grid, &training, |&threshold, t: &Sample| {
-                    let z = Zero07 {
-                        params: Zero07Params {
+                    let z = Vote007 {
+                        params: Vote007Params {
                             threshold,
                             ..Default::default()
                         },
@@ -551,7 +551,7 @@ pub fn run(opts: &EvalOptions, spec: &CalibrateSpec) -> Result<Option<Calibratio
                 });
                 let grid = grid
                     .into_iter()
-                    .map(|threshold| TunedParams::Zero07 { threshold })
+                    .map(|threshold| TunedParams::Vote007 { threshold })
                     .collect();
                 (grid, scores)
             }
@@ -688,7 +688,7 @@ mod tests {
         assert!(f.iter().all(|p| p.p_b > p.p_g));
         assert_eq!(f.len(), (7 * 6 - 1) * 9);
         assert_eq!(netbouncer_grid().len(), 7 * 7 * 4);
-        let z = zero07_grid();
+        let z = vote007_grid();
         assert!(z.windows(2).all(|w| w[0] < w[1]));
         assert_eq!((z[0], *z.last().unwrap()), (1e-4, 0.3));
         assert!(z.contains(&0.01) && z.contains(&0.002) && z.contains(&0.003));

@@ -45,7 +45,7 @@ pub struct Point {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Fig11 {
+pub struct HeavyHitters {
     pub trace: String,
     pub epochs: u32,
     pub flows: usize,
@@ -81,7 +81,7 @@ pub fn run(
     ks: &[usize],
     epochs: u32,
     seed: u64,
-) -> Result<Fig11> {
+) -> Result<HeavyHitters> {
     let points: Vec<(Point, usize)> = widths
         .par_iter()
         .map(|&w| -> Result<(Point, usize)> {
@@ -129,7 +129,7 @@ pub fn run(
         })
         .collect::<Result<_>>()?;
     let flows = points.first().map_or(0, |p| p.1);
-    Ok(Fig11 {
+    Ok(HeavyHitters {
         trace: trace.describe(),
         epochs,
         flows,

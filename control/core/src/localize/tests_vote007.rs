@@ -1,7 +1,9 @@
 //! Unit tests of 007's voting and Algorithm 1 (golden numbers of small hand-made
 //! cases).
 
-use super::zero07::{algorithm1, per_flow_blame, ranking, tally, VoteTotal, Zero07, Zero07Params};
+use super::vote007::{
+    algorithm1, per_flow_blame, ranking, tally, Vote007, Vote007Params, VoteTotal,
+};
 use super::{FlowReport007, Localizer};
 use crate::topo::{fattree::fattree, MonitorPlacement};
 
@@ -15,7 +17,7 @@ fn bad(path: &[u32]) -> FlowReport007 {
 
 #[test]
 fn five_link_flow_gives_each_link_a_fifth() {
-    let v = tally(8, &[bad(&[0, 1, 2, 3, 4])], &Zero07Params::default());
+    let v = tally(8, &[bad(&[0, 1, 2, 3, 4])], &Vote007Params::default());
     for (l, &x) in v.iter().enumerate() {
         let want = if l < 5 { 0.2 } else { 0.0 };
         assert!((x - want).abs() < 1e-12, "link {l}: {x}");
@@ -27,9 +29,9 @@ fn threshold_with_100_bad_five_link_flows_is_one_vote() {
     // 100 flows over the same 5 links: each link has 100 × 0.2 = 20 votes, the total cast is
     // 100 and the 1 % cutoff is 1.0 vote. A link with exactly 1.0 vote is blamed, 0.8 is not.
     let mut flows: Vec<_> = (0..100).map(|_| bad(&[0, 1, 2, 3, 4])).collect();
-    let v = tally(16, &flows, &Zero07Params::default());
+    let v = tally(16, &flows, &Vote007Params::default());
     assert!((v.iter().sum::<f64>() - 500.0 * 0.2).abs() < 1e-9);
-    let p = Zero07Params::default();
+    let p = Vote007Params::default();
     assert!((p.threshold * 100.0 - 1.0).abs() < 1e-12);
     // Replace 5 flows by flows over links 5..10 (each gets exactly 1.0) and 4 by 10..15 (0.8).
     for f in flows.iter_mut().take(5) {
@@ -65,15 +67,15 @@ fn hand_case() -> Vec<FlowReport007> {
 #[test]
 fn algorithm1_removes_explained_votes() {
     let flows = hand_case();
-    let p = Zero07Params {
+    let p = Vote007Params {
         threshold: 0.1, // 11 votes cast → cutoff 1.1
-        ..Zero07Params::default()
+        ..Vote007Params::default()
     };
     let v = tally(10, &flows, &p);
     assert_eq!(ranking(&v)[..3], [(0, 3.0), (1, 2.0), (5, 2.0)]);
     assert_eq!(algorithm1(10, &flows, &p), vec![(0, 3.0), (5, 2.0)]);
     // Without the adjustment link 1 (2 votes, all due to link 0) is a false positive.
-    let no_adjust = Zero07Params {
+    let no_adjust = Vote007Params {
         adjust: false,
         ..p.clone()
     };
@@ -84,7 +86,7 @@ fn algorithm1_removes_explained_votes() {
     assert_eq!(b, vec![0, 1, 5]);
     // A recomputed total shrinks the cutoff to 0.1 × 1.0 and the noise flow gets blamed too
     // (once, since blaming link 8 removes the flow's vote from link 9).
-    let recomputed = Zero07Params {
+    let recomputed = Vote007Params {
         total: VoteTotal::Recomputed,
         ..p.clone()
     };
@@ -94,7 +96,7 @@ fn algorithm1_removes_explained_votes() {
         .collect();
     assert_eq!(b, vec![0, 5, 8]);
     // Flows with a single retransmission cast no vote when treated as noise.
-    let strict = Zero07Params {
+    let strict = Vote007Params {
         min_retransmissions: 2,
         ..p
     };
@@ -104,7 +106,7 @@ fn algorithm1_removes_explained_votes() {
 #[test]
 fn per_flow_blame_picks_the_most_voted_link_on_the_path() {
     let flows = hand_case();
-    let p = Zero07Params::default();
+    let p = Vote007Params::default();
     let v = tally(10, &flows, &p);
     let b = per_flow_blame(&v, &flows, &p);
     assert_eq!(b[0], Some(0));
@@ -117,10 +119,10 @@ fn per_flow_blame_picks_the_most_voted_link_on_the_path() {
 #[test]
 fn localizer_reports_vote_shares() {
     let topo = fattree(4, MonitorPlacement::Bottom).unwrap();
-    let z = Zero07 {
-        params: Zero07Params {
+    let z = Vote007 {
+        params: Vote007Params {
             threshold: 0.1,
-            ..Zero07Params::default()
+            ..Vote007Params::default()
         },
     };
     let v = z.localize(&topo, &hand_case());

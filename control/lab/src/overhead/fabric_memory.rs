@@ -5,7 +5,7 @@
 //! and Canary top+bottom / bottom = 48 / 32 = 1.5 in every column), each switch is charged the
 //! per-switch memory of the two-switch experiment (Fig. 6) at the same loss rate.
 
-use super::fig6::Fig6;
+use super::sketch_memory::SketchMemory;
 use anyhow::Result;
 use canary_core::topo::{fattree::fattree, MonitorPlacement};
 use serde::{Deserialize, Serialize};
@@ -32,12 +32,12 @@ pub struct Row {
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Table2 {
+pub struct FabricMemory {
     pub losses: Vec<f64>,
     pub rows: Vec<Row>,
 }
 
-pub fn run(fig6: &Fig6) -> Result<Table2> {
+pub fn run(fig6: &SketchMemory) -> Result<FabricMemory> {
     let all = fattree(8, MonitorPlacement::Bottom)?.switches.len();
     let bottom = fattree(8, MonitorPlacement::Bottom)?.monitors().count();
     let top_bottom = fattree(8, MonitorPlacement::TopAndBottom)?
@@ -79,7 +79,7 @@ pub fn run(fig6: &Fig6) -> Result<Table2> {
             }
         })
         .collect();
-    Ok(Table2 {
+    Ok(FabricMemory {
         losses: LOSSES.to_vec(),
         rows,
     })

@@ -2,7 +2,9 @@
 //! the loss rate, log-log), `fig7.svg` (CDFs of the three per-epoch metrics, one line per η),
 //! `fig11.svg` (top-k F1 at equal memory, and against memory).
 
-use super::{fig11::Fig11, fig6::Fig6, fig7::Fig7};
+use super::{
+    heavy_hitters::HeavyHitters, selection_churn::SelectionChurn, sketch_memory::SketchMemory,
+};
 use anyhow::{anyhow, Result};
 use plotters::prelude::*;
 use std::path::Path;
@@ -105,7 +107,7 @@ fn panel<DB: DrawingBackend>(
     Ok(())
 }
 
-pub fn fig6(path: &Path, f: &Fig6) -> Result<()> {
+pub fn fig6(path: &Path, f: &SketchMemory) -> Result<()> {
     let e = err(path);
     let root = SVGBackend::new(path, (1100, 430)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
@@ -117,14 +119,14 @@ pub fn fig6(path: &Path, f: &Fig6) -> Result<()> {
     );
     let root = root.titled(&title, ("sans-serif", 20)).map_err(|x| e(&x))?;
     let panels = root.split_evenly((1, 2));
-    type Get = fn(&super::fig6::Row) -> &Option<super::fig6::Point>;
+    type Get = fn(&super::sketch_memory::Row) -> &Option<super::sketch_memory::Point>;
     let systems: [(&str, Get); 4] = [
         ("FlowRadar", |r| &r.flowradar),
         ("LossRadar", |r| &r.lossradar),
         ("FermatSketch", |r| &r.fermat),
         ("Canary", |r| &r.canary),
     ];
-    let series = |v: fn(&super::fig6::Point) -> f64| -> Vec<Series> {
+    let series = |v: fn(&super::sketch_memory::Point) -> f64| -> Vec<Series> {
         systems
             .iter()
             .map(|(name, get)| {
@@ -177,7 +179,7 @@ fn cdf(mut v: Vec<f64>) -> Vec<(f64, f64)> {
         .collect()
 }
 
-pub fn fig7(path: &Path, f: &Fig7) -> Result<()> {
+pub fn fig7(path: &Path, f: &SelectionChurn) -> Result<()> {
     let e = err(path);
     let root = SVGBackend::new(path, (1400, 430)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;
@@ -219,7 +221,7 @@ pub fn fig7(path: &Path, f: &Fig7) -> Result<()> {
     Ok(())
 }
 
-pub fn fig11(path: &Path, f: &Fig11) -> Result<()> {
+pub fn fig11(path: &Path, f: &HeavyHitters) -> Result<()> {
     let e = err(path);
     let root = SVGBackend::new(path, (1100, 430)).into_drawing_area();
     root.fill(&WHITE).map_err(|x| e(&x))?;

@@ -7,7 +7,8 @@
 //!   the votes cast, then remove the votes of every bad flow through it ("assume all flows having
 //!   retransmissions and going through l_max had drops due to l_max"). The paper estimates that
 //!   share with uniform-ECMP fractions; we know each flow's traced path, so we remove the exact
-//!   votes (LOCALIZERS §4.5 item 1a, as Flock's reimplementation does).
+//!   votes (as Flock's reimplementation does: it recomputes votes from the flows that avoid
+//!   every blamed link).
 //! * [`per_flow_blame`]: each bad flow's most likely culprit is the link of its path with the
 //!   highest raw vote ("links ranked higher have higher drop rates", Theorem 2).
 //!
@@ -42,16 +43,18 @@ pub struct FlowReport007 {
 /// How Algorithm 1's cutoff treats the vote total while votes are being removed.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default, Serialize, Deserialize)]
 pub enum VoteTotal {
-    /// `threshold × votes cast`, fixed before any adjustment (LOCALIZERS §4.5 item 2).
+    /// `threshold × votes cast`, fixed before any adjustment (the paper speaks of 1 % of the
+    /// votes cast; recomputing it after each adjustment makes the loop blame links until every
+    /// bad flow is explained).
     #[default]
     Frozen,
     /// `threshold × current (adjusted) votes`: the cutoff shrinks with every blamed link.
     Recomputed,
 }
 
-/// Parameters of [`Zero07`].
+/// Parameters of [`Vote007`].
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
-pub struct Zero07Params {
+pub struct Vote007Params {
     /// Algorithm 1 cutoff as a fraction of the total vote (paper: 0.01).
     pub threshold: f64,
     /// Minimum retransmissions for a flow to vote (1 = the paper; 2 drops lone drops as noise).
@@ -61,7 +64,7 @@ pub struct Zero07Params {
     pub adjust: bool,
 }
 
-impl Default for Zero07Params {
+impl Default for Vote007Params {
     fn default() -> Self {
         Self {
             threshold: 0.01,
@@ -74,12 +77,12 @@ impl Default for Zero07Params {
 
 /// The 007 localizer over one epoch of flow reports.
 #[derive(Clone, Debug, Default, PartialEq)]
-pub struct Zero07 {
-    pub params: Zero07Params,
+pub struct Vote007 {
+    pub params: Vote007Params,
 }
 
 /// The links a flow votes for under `params`, if it votes.
-fn votes<'a>(f: &'a FlowReport007, params: &Zero07Params) -> Option<&'a [LinkIx]> {
+fn votes<'a>(f: &'a FlowReport007, params: &Vote007Params) -> Option<&'a [LinkIx]> {
     match &f.path {
         Some(p) if !p.is_empty() && f.retransmissions >= params.min_retransmissions.max(1) => {
             Some(p)
@@ -89,7 +92,7 @@ fn votes<'a>(f: &'a FlowReport007, params: &Zero07Params) -> Option<&'a [LinkIx]
 }
 
 /// Raw vote tally per directed link (`n_links` entries).
-pub fn tally(n_links: usize, flows: &[FlowReport007], params: &Zero07Params) -> Vec<f64> {
+pub fn tally(n_links: usize, flows: &[FlowReport007], params: &Vote007Params) -> Vec<f64> {
     let mut v = vec![0.0; n_links];
     for p in flows.iter().filter_map(|f| votes(f, params)) {
         let share = 1.0 / p.len() as f64;
@@ -116,7 +119,7 @@ pub fn ranking(votes: &[f64]) -> Vec<(LinkIx, f64)> {
 pub fn algorithm1(
     n_links: usize,
     flows: &[FlowReport007],
-    params: &Zero07Params,
+    params: &Vote007Params,
 ) -> Vec<(LinkIx, f64)> {
     let mut v = tally(n_links, flows, params);
     let voters: Vec<&[LinkIx]> = flows.iter().filter_map(|f| votes(f, params)).collect();
@@ -165,7 +168,7 @@ pub fn algorithm1(
 pub fn per_flow_blame(
     votes_by_link: &[f64],
     flows: &[FlowReport007],
-    params: &Zero07Params,
+    params: &Vote007Params,
 ) -> Vec<Option<LinkIx>> {
     flows
         .iter()
@@ -182,7 +185,7 @@ pub fn per_flow_blame(
         .collect()
 }
 
-impl Localizer for Zero07 {
+impl Localizer for Vote007 {
     type Input = Vec<FlowReport007>;
 
     fn name(&self) -> &'static str {

@@ -1,0 +1,19 @@
+//! Canary's controller: the epoch loop over any `Fabric` ([`controller`]), the daemon that runs
+//! it against real switches ([`daemon`], [`standby`]), the simulated run ([`simulate`]), and
+//! what an operator reads: the per-epoch report and its files ([`report`], [`report_file`]),
+//! Prometheus metrics ([`metrics`]), the live page ([`page`], [`view`], [`draw`]).
+//!
+//! The experiments that reproduce the papers live apart, in `canary-lab`; the `canary` command
+//! (package `canary`) dispatches to both.
+
+pub mod controller;
+pub mod daemon;
+pub mod draw;
+pub mod metrics;
+pub mod page;
+pub mod report;
+pub mod report_file;
+pub mod setup;
+pub mod simulate;
+pub mod standby;
+pub mod view;

@@ -1,0 +1,8 @@
+//! Canary's lab: the experiments that measure it against the papers, apart from the product.
+//! [`eval`] runs every localizer of the papers on one simulated fabric (with calibration,
+//! sweeps and Flock traces), [`overhead`] measures memory, decoding and flow selection against
+//! the papers' baselines, and [`traffic_gen`] is the testbed's traffic generator.
+
+pub mod eval;
+pub mod overhead;
+pub mod traffic_gen;
