@@ -680,7 +680,7 @@ class Fabric:
                                    for d in ("in", "out")}
                  for s in self.ports for n in self.ports[s]}
         return {"links": links, "switches": switches, "ports": ports,
-                "load_max": max(self.load, default=0.0), "cpus": os.cpu_count()}
+                "load_max": max(self.load, default=0.0), "cpus": len(os.sched_getaffinity(0))}
 
     def fault_drops(self):
         """Packets each faulty directed link has dropped so far (from `tc -s qdisc`)."""

@@ -6,7 +6,7 @@
 #                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS]
 #   testbed/run.sh --clean DIR    kill and delete what the run with --keep-logs DIR recorded
 #
-# --rate: packets/s each host sends (default 100), in --flows concurrent UDP flows (default 8) of
+# --rate: packets/s each host sends (default 100, 25 on one CPU), in --flows concurrent UDP flows (default 8) of
 # Pareto(1.2) sizes of at least --min-packets packets (default 50).
 #
 # Builds the P4 program (bmv2/build.sh) and `canary` (cargo build --release, unless --canary),
@@ -87,7 +87,7 @@ if [ "${1-}" = --clean ]; then
     exit 1
 fi
 
-topology="" faults="" epochs="" json="" epoch_ms=1000 rate=100 flows=8 min_packets=50 seed=1 svg=""
+topology="" faults="" epochs="" json="" epoch_ms=1000 rate="" flows=8 min_packets=50 seed=1 svg=""
 keep="" canary=""
 extra=()
 while [ $# -gt 0 ]; do
@@ -115,6 +115,14 @@ done
 [ -n "$json" ] || die "--json is required"
 [[ $epochs =~ ^[1-9][0-9]*$ ]] || die "--epochs: \`$epochs\` is not a positive integer"
 [[ $epoch_ms =~ ^[1-9][0-9]*$ ]] || die "--epoch-ms: \`$epoch_ms\` is not a positive integer"
+if [ -z "$rate" ]; then
+    # What the CPUs this run may use sustain on the k=4 fat-tree (docs/testbed.md, "What BMv2
+    # loses by itself"): one CPU loses frames inside switches from 50 packets/s per host, two
+    # from 150.
+    cpus=$(nproc)
+    if [ "$cpus" -lt 2 ]; then rate=25; else rate=100; fi
+    say "--rate $rate packets/s per host ($cpus CPUs; --rate sets it)"
+fi
 [[ $rate =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--rate: \`$rate\` is not a number of packets/s"
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed: \`$seed\` is not a non-negative integer"
 [[ $flows =~ ^[1-9][0-9]*$ ]] || die "--flows: \`$flows\` is not a positive integer"

@@ -50,6 +50,21 @@ def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
     return math.log(max(segments, 1) / false_alarms) / kl
 
 
+def smallest_shown(packets, segments):
+    """The smallest loss that `packets` of Canary's across a link let its decision call (the
+    inverse of `needed`), or None when even a 99.9 % loss would not show."""
+    lo, hi = 1e-6, 0.999
+    if packets <= 0 or needed(hi, segments) > packets:
+        return None
+    for _ in range(60):
+        mid = math.sqrt(lo * hi)
+        if needed(mid, segments) <= packets:
+            hi = mid
+        else:
+            lo = mid
+    return hi
+
+
 def load(path):
     if not path:
         return None
@@ -133,16 +148,21 @@ def main():
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
         carried = links.get(link, {}).get("sent")
         n_counted = most.get(link, 0)
-        need = needed(loss, segments_total)
+        # A Bernoulli dropper loses more or less than its rate; what Canary could have seen is
+        # what the link really lost, measured at both of its ends.
+        lost_here = links.get(link, {}).get("lost")
+        really = lost_here / carried if carried and lost_here is not None else loss
+        need = needed(really, segments_total)
         if carried is not None and carried < enough(loss):
             starved.append(link)
             fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
                     f"{math.ceil(enough(loss))} to show)")
         elif link not in final and n_counted < need:
             starved.append(link)
-            fin += (f"  (too little evidence: no segment of Canary's through it carried more "
-                    f"than {n_counted} packets; telling a {loss:.2%} loss from the background "
-                    f"on one takes about {math.ceil(need)})")
+            fin += (f"  (too little evidence: it really lost {really:.2%}; no segment of "
+                    f"Canary's through it carried more than {n_counted} packets, and telling "
+                    f"a {really:.2%} loss from the background on one takes about "
+                    f"{math.ceil(need)})")
         if link not in final and link not in starved:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"
@@ -206,6 +226,25 @@ def main():
               + (", ".join(f"{l} ({links[l]['sent']})" for l in thin) if thin else "none"))
     else:
         thin = []
+    # The bound on every link, not only "not blamed": the smallest loss the packets Canary's
+    # busiest segment through it carried could have shown.
+    every = sorted(set(links) | set(most))
+    shown = {l: smallest_shown(most.get(l, 0), segments_total) for l in every}
+    reference = min(faults.values(), default=0.01)
+    blind = sorted(l for l, q in shown.items() if q is None or q > reference)
+    bounds = sorted(q for q in shown.values() if q is not None)
+    print("── what Canary's evidence could show on each directed link ──")
+    if bounds:
+        print(f"smallest loss Canary's packets through a link show reliably over the run: median "
+              f"{bounds[len(bounds) // 2]:.2%}, best {bounds[0]:.2%}, worst {bounds[-1]:.2%} "
+              f"({len(bounds)} of {len(every)} links)")
+    # The worst first, a few of them: every bound is in --json.
+    worst = sorted(blind, key=lambda l: -(shown[l] or 2.0))[:6]
+    print(f"links where a {reference:.2%} loss could pass unseen: "
+          + (f"{len(blind)} of {len(every)}; the worst: " + ", ".join(
+              f"{l} ({'no packets of Canary' if shown[l] is None else f'>= {shown[l]:.2%}'}"
+              f"{'' if shown[l] is None else f', {most.get(l, 0)} packets'})" for l in worst)
+             if blind else "none"))
     missed = sorted(l for l in faults if l not in final and l not in starved)
     ok = not missed and (not unexplained if acct else set(final) == set(faults))
     if a.json:
@@ -215,7 +254,8 @@ def main():
                        "false_positives": unexplained if acct else sorted(set(final) - set(faults)),
                        "missed": missed, "too_little_traffic": starved,
                        "real_link_loss": real, "switch_loss": lossy_switches,
-                       "thin_links": thin, "ok": ok}, f, indent=1)
+                       "thin_links": thin, "smallest_loss_shown": shown,
+                       "blind_links": blind, "ok": ok}, f, indent=1)
     if a.check:
         print("CHECK " + ("PASSED" if ok else "FAILED") + ": "
               + ("every blame is an injected fault or measured loss, and every injected fault "

@@ -288,19 +288,7 @@ fn fattree4_every_drop_is_accounted_for_and_every_blame_explained() {
     let dir = tempfile::tempdir().unwrap();
     let root = repo_root();
     let faults = root.join("testbed/faults/k4-two-faults.yaml");
-    let r = run_testbed(
-        &[
-            "--topology",
-            "fattree:4",
-            "--faults",
-            faults.to_str().unwrap(),
-            "--epochs",
-            "8",
-        ],
-        dir.path(),
-        Duration::from_secs(400),
-    );
-    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    let r = run_fattree4(&faults, 8, dir.path());
     let traffic = read(dir.path(), "traffic/summary.json");
     let acct = Accounting::read(dir.path(), &traffic);
     acct.balances();
@@ -321,6 +309,37 @@ fn fattree4_every_drop_is_accounted_for_and_every_blame_explained() {
         "{said}"
     );
     assert!(said.contains("where the fabric lost"), "{said}");
+    // Every directed link (32 links of k=4, both ways) gets the smallest loss Canary's evidence
+    // could show on it; the 10 % link's evidence could show less than 10 %.
+    let shown = v["smallest_loss_shown"]
+        .as_object()
+        .expect("a bound per link");
+    assert_eq!(shown.len(), 64, "{said}");
+    let q = shown["edge1_0->agg1_1"]
+        .as_f64()
+        .expect("evidence on the faulty link");
+    assert!(q < 0.1, "{q}: {said}");
+    assert!(
+        said.contains("where a 1.00% loss could pass unseen"),
+        "{said}"
+    );
+}
+
+/// testbed/run.sh on the k=4 fat-tree with a fault file, for `epochs` one-second epochs; fails
+/// the test unless it succeeded.
+fn run_fattree4(faults: &Path, epochs: u32, dir: &Path) -> Run {
+    let epochs = epochs.to_string();
+    let args = [
+        "--topology",
+        "fattree:4",
+        "--faults",
+        faults.to_str().unwrap(),
+        "--epochs",
+        &epochs,
+    ];
+    let r = run_testbed(&args, dir, Duration::from_secs(400));
+    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    r
 }
 
 /// `score.py --check` on a finished run: what it printed and its verdict document. Fails the
@@ -356,19 +375,7 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
     }
     let dir = tempfile::tempdir().unwrap();
     let faults = repo_root().join("testbed/faults/k4-half-the-flows.yaml");
-    let r = run_testbed(
-        &[
-            "--topology",
-            "fattree:4",
-            "--faults",
-            faults.to_str().unwrap(),
-            "--epochs",
-            "10",
-        ],
-        dir.path(),
-        Duration::from_secs(400),
-    );
-    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    let r = run_fattree4(&faults, 10, dir.path());
     assert_eq!(r.json["faults"][0]["flows"], 0.5, "{}", r.json["faults"]);
     let traffic = read(dir.path(), "traffic/summary.json");
     let acct = Accounting::read(dir.path(), &traffic);
@@ -536,19 +543,7 @@ fn fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared() {
     }
     let dir = tempfile::tempdir().unwrap();
     let faults = repo_root().join("testbed/faults/k4-from-5-until-15.yaml");
-    let r = run_testbed(
-        &[
-            "--topology",
-            "fattree:4",
-            "--faults",
-            faults.to_str().unwrap(),
-            "--epochs",
-            "25",
-        ],
-        dir.path(),
-        Duration::from_secs(400),
-    );
-    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    let r = run_fattree4(&faults, 25, dir.path());
     // The fabric turned the dropper on and off in the epochs the file names.
     let schedule = read(dir.path(), "fault_schedule.json");
     let on: Vec<(u64, u64)> = schedule

@@ -37,6 +37,7 @@ pub fn build(obs: &Observations) -> Vec<(SubProblem, Vec<LinkIx>)> {
     by_sub
         .into_values()
         .filter(|idx| idx.iter().any(|&i| obs.segments[i].success < 1.0))
+        .map(|idx| could_show_the_loss(obs, idx))
         .map(|idx| {
             let mut local: BTreeMap<LinkIx, u32> = BTreeMap::new();
             for &i in &idx {
@@ -68,6 +69,29 @@ pub fn build(obs: &Observations) -> Vec<(SubProblem, Vec<LinkIx>)> {
                 global,
             )
         })
+        .collect()
+}
+
+/// The segments of one sub-problem that take part: every lossy one, and every loss-free one
+/// that carried enough packets to expect at least one lost at the smallest loss q among the
+/// lossy ones (n ≥ 1 / −ln(1 − q), about 1/q). A loss-free segment pins its links at "healthy"
+/// in every stage, so one that carried a single packet would otherwise clear a link whose other
+/// segments lose 2 % (seen on the testbed: 1 packet against 8 lost of 402). A stricter bar (n
+/// large enough to have shown q at 95 %, about 3/q) drops segments that do pin a faint fault's
+/// neighbours (`a_segment_set_aside_as_noise_clears_no_link`: 400 packets against 0.7 %).
+fn could_show_the_loss(obs: &Observations, idx: Vec<usize>) -> Vec<usize> {
+    let smallest = idx
+        .iter()
+        .map(|&i| 1.0 - obs.segments[i].success)
+        .filter(|&q| q > 0.0)
+        .fold(f64::INFINITY, f64::min);
+    let enough = if smallest < 1.0 {
+        1.0 / -(-smallest).ln_1p()
+    } else {
+        0.0
+    };
+    idx.into_iter()
+        .filter(|&i| obs.segments[i].success < 1.0 || obs.segments[i].sent as f64 >= enough)
         .collect()
 }
 
