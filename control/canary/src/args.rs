@@ -1,8 +1,56 @@
-//! Arguments `simulate` and `run` share: how a segment is judged lossy, and shares.
+//! Arguments `simulate` and `run` share: flow selection, detection and localization.
 
 use anyhow::Result;
 use canary_core::decide::DecisionParams;
+use canary_core::select::SelectionParams;
+use canary_core::topo::MonitorPlacement;
 use clap::Args;
+
+/// The pipeline's settings, the same for a simulated fabric and real switches.
+#[derive(Args, Clone, Debug)]
+pub struct PipelineArgs {
+    /// α: packets to count per segment and epoch.
+    #[arg(long, default_value_t = 1000)]
+    pub alpha: u64,
+    /// β: flows to count per segment and epoch.
+    #[arg(long, default_value_t = 20)]
+    pub beta: u32,
+    /// δ: flows selected per HH rule.
+    #[arg(long, default_value_t = 20)]
+    pub delta: u32,
+    /// η: HashPipe count a flow must exceed to be reported.
+    #[arg(long, default_value_t = 16)]
+    pub eta: u32,
+    /// Loss-rate groups (stages) of the multi-stage localization.
+    #[arg(long, default_value_t = 5)]
+    pub groups: usize,
+    /// With `--decision floor`: segments losing less than this are taken as loss-free.
+    #[arg(long, default_value_t = 0.001)]
+    pub floor: f64,
+    /// Meter placement: `bottom` or `top+bottom` (default for fat-trees; a file may set its own).
+    #[arg(long)]
+    pub monitors: Option<MonitorPlacement>,
+    /// n: epochs aggregated per localization.
+    #[arg(long, default_value_t = 5)]
+    pub window: usize,
+    /// n′: epochs of the window a segment must lose packets in to count as lossy.
+    #[arg(long, default_value_t = 1)]
+    pub min_lossy_epochs: u32,
+    #[command(flatten)]
+    pub decision: DecisionArgs,
+}
+
+impl PipelineArgs {
+    pub fn selection(&self) -> SelectionParams {
+        SelectionParams {
+            alpha: self.alpha,
+            beta: self.beta,
+            delta: self.delta,
+            eta: self.eta,
+            ..Default::default()
+        }
+    }
+}
 
 /// How a segment is judged lossy, for `simulate` and `run`.
 #[derive(Args, Clone, Debug)]

@@ -1,7 +1,7 @@
 //! The `canary` command: one module per command; this file parses and dispatches.
 
+mod args;
 mod audit;
-mod decision;
 mod eval;
 mod overhead;
 mod role_gateway;

@@ -1,11 +1,9 @@
 //! `canary run`: the controller of real switches.
 
-use crate::decision::DecisionArgs;
+use crate::args::PipelineArgs;
 use anyhow::Result;
 use canary_controller::daemon::{self, RunOptions, Target};
 use canary_controller::report::render_summary;
-use canary_core::select::SelectionParams;
-use canary_core::topo::MonitorPlacement;
 use canary_switch::drivers::bmv2::Bmv2Options;
 use clap::Args;
 use std::path::PathBuf;
@@ -48,26 +46,8 @@ pub struct RunArgs {
     /// Serve the live fabric page at http://ADDR/, e.g. 127.0.0.1:8080.
     #[arg(long)]
     http: Option<String>,
-    #[arg(long, default_value_t = 1000)]
-    alpha: u64,
-    #[arg(long, default_value_t = 20)]
-    beta: u32,
-    #[arg(long, default_value_t = 20)]
-    delta: u32,
-    #[arg(long, default_value_t = 16)]
-    eta: u32,
-    #[arg(long, default_value_t = 5)]
-    groups: usize,
-    #[arg(long, default_value_t = 0.001)]
-    floor: f64,
-    #[arg(long)]
-    monitors: Option<MonitorPlacement>,
-    #[arg(long, default_value_t = 5)]
-    window: usize,
-    #[arg(long, default_value_t = 1)]
-    min_lossy_epochs: u32,
     #[command(flatten)]
-    decision: DecisionArgs,
+    pipeline: PipelineArgs,
     /// P4Runtime election id; the highest one connected is the primary and the only writer.
     #[arg(long, default_value_t = 1)]
     election_id: u64,
@@ -98,9 +78,10 @@ pub struct RunArgs {
 
 pub fn command(a: RunArgs) -> Result<()> {
     let epoch = Duration::from_millis(a.epoch_ms);
+    let p = &a.pipeline;
     let opts = RunOptions {
         topology: a.topology,
-        monitors: a.monitors,
+        monitors: p.monitors,
         target: a.target,
         switches: a.switches,
         p4: a.p4,
@@ -112,18 +93,12 @@ pub fn command(a: RunArgs) -> Result<()> {
         faults: a.faults,
         metrics: a.metrics,
         http: a.http,
-        selection: SelectionParams {
-            alpha: a.alpha,
-            beta: a.beta,
-            delta: a.delta,
-            eta: a.eta,
-            ..Default::default()
-        },
-        groups: a.groups,
-        floor: a.floor,
-        window: a.window,
-        min_lossy_epochs: a.min_lossy_epochs,
-        decision: a.decision.params()?,
+        selection: p.selection(),
+        groups: p.groups,
+        floor: p.floor,
+        window: p.window,
+        min_lossy_epochs: p.min_lossy_epochs,
+        decision: p.decision.params()?,
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
             attach: !a.role.is_empty(),

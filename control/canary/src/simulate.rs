@@ -1,12 +1,10 @@
 //! `canary simulate`: the whole pipeline on a simulated fabric, scored against its faults.
 
-use crate::decision::{share, DecisionArgs};
+use crate::args::{share, PipelineArgs};
 use anyhow::{Context, Result};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
-use canary_core::select::SelectionParams;
-use canary_core::topo::MonitorPlacement;
 use clap::{Args, Parser};
 use std::io::Write;
 use std::time::Duration;
@@ -23,44 +21,17 @@ pub struct SimulateArgs {
     epochs: u32,
     #[arg(long, default_value_t = 1)]
     seed: u64,
-    /// Packets to count per segment and epoch.
-    #[arg(long, default_value_t = 1000)]
-    alpha: u64,
-    /// Flows to count per segment and epoch.
-    #[arg(long, default_value_t = 20)]
-    beta: u32,
-    /// Flows selected per HH rule.
-    #[arg(long, default_value_t = 20)]
-    delta: u32,
-    /// HashPipe count a flow must exceed to be reported.
-    #[arg(long, default_value_t = 16)]
-    eta: u32,
-    /// Loss-rate groups (stages) of the multi-stage localization.
-    #[arg(long, default_value_t = 5)]
-    groups: usize,
+    #[command(flatten)]
+    pipeline: PipelineArgs,
     /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
     #[arg(long)]
     quantile_groups: bool,
-    /// Segments losing less than this are taken as loss-free.
-    #[arg(long, default_value_t = 0.001)]
-    floor: f64,
-    /// Meter placement: `bottom` or `top+bottom` (default for fat-trees; a file may set its own).
-    #[arg(long)]
-    monitors: Option<MonitorPlacement>,
     /// Background loss: every healthy link drops at a rate drawn from U(0, P).
     #[arg(long, default_value_t = 0.0)]
     noise: f64,
     /// Epoch length in milliseconds.
     #[arg(long, default_value_t = 100)]
     epoch_ms: u64,
-    /// n: epochs aggregated per localization.
-    #[arg(long, default_value_t = 5)]
-    window: usize,
-    /// n′: epochs of the window a segment must lose packets in to count as lossy.
-    #[arg(long, default_value_t = 1)]
-    min_lossy_epochs: u32,
-    #[command(flatten)]
-    decision: DecisionArgs,
     /// Long, fast flows each simulated host keeps open.
     #[arg(long, default_value_t = 80)]
     elephants_per_host: u32,
@@ -98,27 +69,23 @@ impl SimulateArgs {
 }
 
 pub fn command(a: SimulateArgs) -> Result<()> {
+    let p = &a.pipeline;
     let opts = SimulateOptions {
         topology: a.topology,
         faults: a.faults,
         epochs: a.epochs,
         seed: a.seed,
-        selection: SelectionParams {
-            alpha: a.alpha,
-            beta: a.beta,
-            delta: a.delta,
-            ..Default::default()
-        },
-        eta: a.eta,
-        groups: a.groups,
+        selection: p.selection(),
+        eta: p.eta,
+        groups: p.groups,
         quantile_groups: a.quantile_groups,
-        floor: a.floor,
-        monitors: a.monitors,
+        floor: p.floor,
+        monitors: p.monitors,
         noise: a.noise,
         epoch: Duration::from_millis(a.epoch_ms),
-        window: a.window,
-        min_lossy_epochs: a.min_lossy_epochs,
-        decision: a.decision.params()?,
+        window: p.window,
+        min_lossy_epochs: p.min_lossy_epochs,
+        decision: p.decision.params()?,
         elephants_per_host: a.elephants_per_host,
         mice_per_host: a.mice_per_host,
         ipv6_share: a.ipv6,
