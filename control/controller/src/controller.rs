@@ -9,79 +9,27 @@
 //! 5. localize (multi-stage CD over sub-problems in parallel);
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
-use crate::report::{
-    ClearedLink, DeviceReport, EpochReport, LinkReport, Phases, RuleCounts, SegmentChange,
-    SegmentReport, SwitchEvent, TableFull,
-};
-use canary_core::decide::{
-    decided_observations, total_observations, Change, Decider, DecisionParams, LinkClearing,
-    LinkTimeline,
-};
-use canary_core::detect::{
-    minus_meters, observations, EpochDetection, Observations, SegmentCount, Window, WindowCount,
-};
+use crate::report::{EpochReport, Phases, RuleCounts};
+use canary_core::decide::{Decider, LinkClearing, LinkTimeline};
+use canary_core::detect::{minus_meters, SegmentCount, Window, WindowCount};
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
-use canary_core::localize::{CanaryParams, Grouping, Localizer, Verdict};
-use canary_core::model::EPOCH_TAGS;
+use canary_core::localize::{Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::score::{devices, wilson};
-use canary_core::select::{FlowSelector, RuleCapacity, SelectionParams, SelectionStats};
+use canary_core::select::{FlowSelector, RuleCapacity, SelectionStats};
 use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
-#[derive(Clone, Debug)]
-pub struct ControllerConfig {
-    pub epoch: Duration,
-    /// Wait after a parity flip before harvesting.
-    pub drain: Duration,
-    /// n: epochs aggregated per localization.
-    pub window: usize,
-    /// n′: a segment counts as lossy only with losses in at least this many epochs of the window
-    /// (the paper's rule, when `decision` is `None`).
-    pub min_lossy_epochs: u32,
-    /// Which segments are lossy: a sequential test against the background loss, or `None` for
-    /// the paper's loss floor and n′ of n rule.
-    pub decision: Option<DecisionParams>,
-    pub selection: SelectionParams,
-    pub canary: CanaryParams,
-}
+mod config;
+mod decision;
+mod reports;
+#[cfg(test)]
+mod tests;
+mod timing;
 
-impl Default for ControllerConfig {
-    fn default() -> Self {
-        Self {
-            epoch: Duration::from_millis(100),
-            drain: Duration::from_millis(1),
-            window: 5,
-            min_lossy_epochs: 1,
-            decision: Some(DecisionParams::default()),
-            selection: SelectionParams::default(),
-            canary: CanaryParams::default(),
-        }
-    }
-}
-
-/// Canary's localizer parameters: `groups` loss ranges (or equal-count groups), and the floor
-/// below which a link's loss is noise: `floor`, or under the sequential decision the background
-/// loss (a declared segment is already beyond it).
-pub fn localizer_params(
-    groups: usize,
-    quantile: bool,
-    floor: f64,
-    decision: Option<DecisionParams>,
-) -> CanaryParams {
-    let floor = decision.map_or(floor, |d| d.background);
-    CanaryParams {
-        floor,
-        groups: if quantile {
-            Grouping::Quantile(groups)
-        } else {
-            Grouping::fixed_n(groups, floor)
-        },
-        ..Default::default()
-    }
-}
+pub use config::{localizer_params, ControllerConfig};
+use timing::resume_epoch;
 
 pub struct Controller {
     pub topo: Topology,
@@ -322,37 +270,7 @@ impl Controller {
         }
         self.window.push(det.segments.clone());
         self.last = det.segments.clone();
-        let (obs, changes) = match &mut self.decider {
-            Some(d) => {
-                let mut changes = d.observe(self.epoch, &det.segments);
-                // A link whose segments, taken together, show it repaired ends their losses.
-                let segs = &self.segments;
-                let through = |l: LinkIx| -> Vec<(SegmentId, f64)> {
-                    (0..segs.len() as SegmentId)
-                        .filter(|&s| segs.get(s).links.contains(&l))
-                        .map(|s| (s, d.p0(s)))
-                        .collect()
-                };
-                let clearing = self.link_clearing.as_mut().expect("with the decider");
-                for l in clearing.observe(&self.last_blamed, &det.segments, through) {
-                    for s in 0..segs.len() as SegmentId {
-                        if segs.get(s).links.contains(&l) && d.force_clear(s) {
-                            changes.push(Change::Cleared { segment: s });
-                        }
-                    }
-                }
-                let obs = decided_observations(&self.segments, &self.window.totals(), d);
-                (obs, changes)
-            }
-            None => {
-                let obs = observations(
-                    &self.segments,
-                    &self.window.totals(),
-                    self.cfg.min_lossy_epochs,
-                );
-                (obs, vec![])
-            }
-        };
+        let (obs, changes) = self.decide(&det);
         let detect = t1.elapsed();
 
         let t2 = Instant::now();
@@ -386,20 +304,7 @@ impl Controller {
         self.apply(fabric, &ops, &mut rules).await;
         let select = t3.elapsed();
 
-        let short = self
-            .segments
-            .list
-            .iter()
-            .enumerate()
-            .filter(|(i, _)| {
-                let c = det
-                    .segments
-                    .get(&(*i as SegmentId))
-                    .copied()
-                    .unwrap_or_default();
-                c.sent < self.cfg.selection.alpha || c.flows < self.cfg.selection.beta
-            })
-            .count();
+        let short = self.short_segments(&det);
         let mut unreachable: Vec<String> = unreachable
             .iter()
             .map(|&s| self.topo.name_of(s).to_string())
@@ -421,47 +326,17 @@ impl Controller {
             lossy_segments: self.segment_reports(&obs),
             segment_changes: self.segment_changes(&changes),
             blamed: self.link_reports(&verdict, &obs),
-            devices: devices(&self.topo, &blamed_links)
-                .into_iter()
-                .map(|d| DeviceReport {
-                    switch: self.topo.name_of(d.switch).to_string(),
-                    inbound: d.inbound,
-                    links: self.topo.neighbors(d.switch).len(),
-                })
-                .collect(),
-            cleared: cleared
-                .iter()
-                .map(|c| ClearedLink {
-                    link: self.topo.link_names(c.link).map(String::from),
-                    since: c.since,
-                    last: c.last,
-                })
-                .collect(),
+            devices: self.device_reports(&blamed_links),
+            cleared: self.cleared_reports(&cleared),
             selection: diff(self.selector.stats, before),
             hh_rules: self.selector.hh_rules(),
             rules,
             anomalies: det.anomalies,
             unreachable,
-            disturbed: events
-                .iter()
-                .map(|(&s, why)| SwitchEvent {
-                    switch: self.topo.name_of(s).to_string(),
-                    detail: why.clone(),
-                })
-                .collect(),
+            disturbed: self.switch_events(&events),
             segments_skipped,
             drain_ms: ms(drain),
-            tables_full: self
-                .selector
-                .take_full()
-                .into_iter()
-                .map(|(f, refused)| TableFull {
-                    switch: self.topo.name_of(f.switch).to_string(),
-                    table: f.table.to_string(),
-                    size: f.size,
-                    refused,
-                })
-                .collect(),
+            tables_full: self.tables_full(),
             phases_ms: Phases {
                 harvest: ms(harvest),
                 detect: ms(detect),
@@ -474,19 +349,6 @@ impl Controller {
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());
         report
-    }
-
-    fn adapt_drain(&mut self, det: &EpochDetection) {
-        let late = !det.torn_at.is_empty() || det.anomalies.negative_loss > 0;
-        let next = next_drain(self.drain_now, self.cfg.drain, self.cfg.epoch, late);
-        if next > self.drain_now {
-            tracing::warn!(
-                "packets arrive after the drain: drain raised from {:?} to {:?}",
-                self.drain_now,
-                next
-            );
-        }
-        self.drain_now = next;
     }
 
     async fn apply<F: Fabric>(&self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
@@ -509,129 +371,6 @@ impl Controller {
             }
         }
     }
-
-    pub fn localizer(&self) -> canary_core::localize::Canary {
-        canary_core::localize::Canary {
-            params: self.cfg.canary.clone(),
-        }
-    }
-
-    /// Observations over the whole run so far (every epoch aggregated), each segment tested
-    /// once on its total.
-    pub fn run_observations(&self) -> Observations {
-        match &self.cfg.decision {
-            Some(p) => total_observations(&self.segments, &self.run_totals, p),
-            None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
-        }
-    }
-
-    /// Each blamed link with the least its loss has been: the lower end of a 99.7 % interval
-    /// of its estimate, with the packets of the segments through it as trials.
-    fn least_losses(&self, v: &Verdict, obs: &Observations) -> Vec<(LinkIx, f64)> {
-        v.blamed
-            .iter()
-            .map(|b| {
-                let sent = sent_through(obs, b.link);
-                (b.link, wilson(b.loss, sent, 3.0)[0])
-            })
-            .collect()
-    }
-
-    fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {
-        let names = |s| {
-            self.segments
-                .get(s)
-                .switches
-                .iter()
-                .map(|&x| self.topo.name_of(x).to_string())
-                .collect()
-        };
-        changes
-            .iter()
-            .map(|c| match *c {
-                Change::Declared { segment, since } => SegmentChange {
-                    segment: names(segment),
-                    lossy_since: Some(since),
-                },
-                Change::Cleared { segment } => SegmentChange {
-                    segment: names(segment),
-                    lossy_since: None,
-                },
-            })
-            .collect()
-    }
-
-    /// The segments of `obs` that lost packets, lossiest first.
-    pub fn segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
-        let mut v = self.all_segment_reports(obs);
-        v.retain(|s| s.lost > 0);
-        v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
-        v
-    }
-
-    /// Every segment of `obs`, in segment order.
-    pub fn all_segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
-        obs.segments
-            .iter()
-            .map(|s| SegmentReport {
-                segment: self
-                    .segments
-                    .get(s.segment)
-                    .switches
-                    .iter()
-                    .map(|&x| self.topo.name_of(x).to_string())
-                    .collect(),
-                sent: s.sent,
-                lost: s.lost,
-                loss: s.lost as f64 / s.sent as f64,
-                used: s.success < 1.0,
-            })
-            .collect()
-    }
-
-    /// The blamed links of `v`, with the 95 % interval of each estimate from the packets `obs`
-    /// counted on the segments through the link.
-    pub fn link_reports(&self, v: &Verdict, obs: &Observations) -> Vec<LinkReport> {
-        v.blamed
-            .iter()
-            .map(|b| {
-                let [a, c] = self.topo.link_names(b.link);
-                let sent = sent_through(obs, b.link);
-                LinkReport {
-                    link: [a.to_string(), c.to_string()],
-                    loss: b.loss,
-                    stage: Some(b.stage),
-                    ci95: Some(wilson(b.loss, sent, 1.96)),
-                    since: self.timeline.since(b.link),
-                }
-            })
-            .collect()
-    }
-}
-
-/// The epoch switches counting in `tags` are in: the newest tag (monitors differ by one when the
-/// controller before died mid-flip), and the first epoch from `first` on with that tag.
-fn resume_epoch(tags: &[u16], first: u64) -> u64 {
-    let n = EPOCH_TAGS;
-    let pos = |t: u16| u64::from(t.max(2) - 2) % n;
-    let base = pos(tags[0]);
-    // Forward distance from the first tag; within half a wrap is ahead, beyond is behind.
-    let newest = tags
-        .iter()
-        .map(|&t| (pos(t) + n - base) % n)
-        .filter(|&d| d < n / 2)
-        .max()
-        .map_or(base, |d| (base + d) % n);
-    first + (newest + n - first % n) % n
-}
-
-/// Packets counted on the segments of `obs` through `link`.
-fn sent_through(obs: &Observations, link: LinkIx) -> u64 {
-    obs.segments
-        .iter()
-        .filter(|s| s.links.contains(&link))
-        .map(|s| s.sent)
-        .sum()
 }
 
 fn ms(d: Duration) -> f64 {
@@ -647,69 +386,5 @@ fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
         reports: a.reports - b.reports,
         reports_ignored: a.reports_ignored - b.reports_ignored,
         refused_full: a.refused_full - b.refused_full,
-    }
-}
-
-/// The drain after an epoch. Late packets (torn reads, or more packets downstream than upstream:
-/// packets of an earlier epoch that reached their DSM after its harvest) double it, up to half
-/// the epoch; each clean epoch brings it a tenth of the way back down to the configured drain.
-fn next_drain(now: Duration, configured: Duration, epoch: Duration, late: bool) -> Duration {
-    if late {
-        let cap = (epoch / 2).max(configured);
-        (now * 2).max(Duration::from_millis(1)).min(cap)
-    } else {
-        now.mul_f64(0.9).max(configured)
-    }
-}
-
-#[cfg(test)]
-mod resume_tests {
-    use super::resume_epoch;
-    use canary_core::model::{epoch_tag, EPOCH_TAGS};
-
-    #[test]
-    fn the_resumed_epoch_has_the_newest_tag_and_follows_the_report() {
-        // Switches count in epoch 41; the report ends at 40 (or 39: epoch 40 was never written).
-        assert_eq!(resume_epoch(&[epoch_tag(41)], 41), 41);
-        assert_eq!(resume_epoch(&[epoch_tag(41)], 40), 41);
-        // Died mid-flip: some monitors still in 40.
-        let mixed = [epoch_tag(40), epoch_tag(41), epoch_tag(40)];
-        assert_eq!(resume_epoch(&mixed, 40), 41);
-        // No report: the first epoch with the tag.
-        assert_eq!(resume_epoch(&[epoch_tag(7)], 0), 7);
-        // Across the tag wrap, both in the tags and in the epoch number.
-        let e = 3 * EPOCH_TAGS - 1;
-        let wrap = [epoch_tag(e), epoch_tag(e + 1)];
-        assert_eq!(resume_epoch(&wrap, e - 5), e + 1);
-        // The switches are never behind the report: a tag already reported means a wrap.
-        assert_eq!(resume_epoch(&[epoch_tag(10)], 12), 10 + EPOCH_TAGS);
-    }
-}
-
-#[cfg(test)]
-mod drain_tests {
-    use super::next_drain;
-    use std::time::Duration;
-
-    const MS: Duration = Duration::from_millis(1);
-
-    #[test]
-    fn late_packets_double_the_drain_up_to_half_the_epoch_and_clean_epochs_bring_it_back() {
-        let (cfg, epoch) = (200 * MS, 1000 * MS);
-        let mut d = cfg;
-        d = next_drain(d, cfg, epoch, true);
-        assert_eq!(d, 400 * MS);
-        d = next_drain(d, cfg, epoch, true);
-        assert_eq!(d, 500 * MS, "capped at half the epoch");
-        d = next_drain(d, cfg, epoch, false);
-        assert_eq!(d, 450 * MS);
-        for _ in 0..20 {
-            d = next_drain(d, cfg, epoch, false);
-        }
-        assert_eq!(d, cfg, "never below the configured drain");
-        // A configured drain above half the epoch is kept, not cut.
-        assert_eq!(next_drain(700 * MS, 700 * MS, epoch, true), 700 * MS);
-        // A zero drain still grows when packets arrive late.
-        assert_eq!(next_drain(Duration::ZERO, Duration::ZERO, epoch, true), MS);
     }
 }

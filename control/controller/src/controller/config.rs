@@ -1,0 +1,58 @@
+//! The controller's settings.
+
+use canary_core::decide::DecisionParams;
+use canary_core::localize::{CanaryParams, Grouping};
+use canary_core::select::SelectionParams;
+use std::time::Duration;
+
+#[derive(Clone, Debug)]
+pub struct ControllerConfig {
+    pub epoch: Duration,
+    /// Wait after a parity flip before harvesting.
+    pub drain: Duration,
+    /// n: epochs aggregated per localization.
+    pub window: usize,
+    /// n′: a segment counts as lossy only with losses in at least this many epochs of the window
+    /// (the paper's rule, when `decision` is `None`).
+    pub min_lossy_epochs: u32,
+    /// Which segments are lossy: a sequential test against the background loss, or `None` for
+    /// the paper's loss floor and n′ of n rule.
+    pub decision: Option<DecisionParams>,
+    pub selection: SelectionParams,
+    pub canary: CanaryParams,
+}
+
+impl Default for ControllerConfig {
+    fn default() -> Self {
+        Self {
+            epoch: Duration::from_millis(100),
+            drain: Duration::from_millis(1),
+            window: 5,
+            min_lossy_epochs: 1,
+            decision: Some(DecisionParams::default()),
+            selection: SelectionParams::default(),
+            canary: CanaryParams::default(),
+        }
+    }
+}
+
+/// Canary's localizer parameters: `groups` loss ranges (or equal-count groups), and the floor
+/// below which a link's loss is noise: `floor`, or under the sequential decision the background
+/// loss (a declared segment is already beyond it).
+pub fn localizer_params(
+    groups: usize,
+    quantile: bool,
+    floor: f64,
+    decision: Option<DecisionParams>,
+) -> CanaryParams {
+    let floor = decision.map_or(floor, |d| d.background);
+    CanaryParams {
+        floor,
+        groups: if quantile {
+            Grouping::Quantile(groups)
+        } else {
+            Grouping::fixed_n(groups, floor)
+        },
+        ..Default::default()
+    }
+}

@@ -1,0 +1,61 @@
+//! Which segments are lossy this epoch, and which fall short of α packets or β flows.
+
+use super::Controller;
+use canary_core::decide::{decided_observations, Change};
+use canary_core::detect::{observations, EpochDetection, Observations};
+use canary_core::topo::{LinkIx, SegmentId};
+
+impl Controller {
+    /// The window's observations under the decision in use, and the segments whose verdict
+    /// changed this epoch.
+    pub(super) fn decide(&mut self, det: &EpochDetection) -> (Observations, Vec<Change>) {
+        match &mut self.decider {
+            Some(d) => {
+                let mut changes = d.observe(self.epoch, &det.segments);
+                // A link whose segments, taken together, show it repaired ends their losses.
+                let segs = &self.segments;
+                let through = |l: LinkIx| -> Vec<(SegmentId, f64)> {
+                    (0..segs.len() as SegmentId)
+                        .filter(|&s| segs.get(s).links.contains(&l))
+                        .map(|s| (s, d.p0(s)))
+                        .collect()
+                };
+                let clearing = self.link_clearing.as_mut().expect("with the decider");
+                for l in clearing.observe(&self.last_blamed, &det.segments, through) {
+                    for s in 0..segs.len() as SegmentId {
+                        if segs.get(s).links.contains(&l) && d.force_clear(s) {
+                            changes.push(Change::Cleared { segment: s });
+                        }
+                    }
+                }
+                let obs = decided_observations(&self.segments, &self.window.totals(), d);
+                (obs, changes)
+            }
+            None => {
+                let obs = observations(
+                    &self.segments,
+                    &self.window.totals(),
+                    self.cfg.min_lossy_epochs,
+                );
+                (obs, vec![])
+            }
+        }
+    }
+
+    /// Segments that counted fewer than α packets or β flows in this epoch.
+    pub(super) fn short_segments(&self, det: &EpochDetection) -> usize {
+        self.segments
+            .list
+            .iter()
+            .enumerate()
+            .filter(|(i, _)| {
+                let c = det
+                    .segments
+                    .get(&(*i as SegmentId))
+                    .copied()
+                    .unwrap_or_default();
+                c.sent < self.cfg.selection.alpha || c.flows < self.cfg.selection.beta
+            })
+            .count()
+    }
+}

@@ -1,0 +1,168 @@
+//! What the controller says of an epoch: the segments that lost packets, the links it blames
+//! with their intervals, the segments whose verdict changed.
+
+use super::Controller;
+use crate::report::{
+    ClearedLink, DeviceReport, LinkReport, SegmentChange, SegmentReport, SwitchEvent, TableFull,
+};
+use canary_core::decide::{total_observations, Change, Cleared};
+use canary_core::detect::{observations, Observations};
+use canary_core::localize::Verdict;
+use canary_core::score::{devices, wilson};
+use canary_core::topo::{LinkIx, SwitchIx};
+use std::collections::BTreeMap;
+
+impl Controller {
+    pub(super) fn device_reports(&self, blamed: &[LinkIx]) -> Vec<DeviceReport> {
+        devices(&self.topo, blamed)
+            .into_iter()
+            .map(|d| DeviceReport {
+                switch: self.topo.name_of(d.switch).to_string(),
+                inbound: d.inbound,
+                links: self.topo.neighbors(d.switch).len(),
+            })
+            .collect()
+    }
+
+    pub(super) fn cleared_reports(&self, cleared: &[Cleared]) -> Vec<ClearedLink> {
+        cleared
+            .iter()
+            .map(|c| ClearedLink {
+                link: self.topo.link_names(c.link).map(String::from),
+                since: c.since,
+                last: c.last,
+            })
+            .collect()
+    }
+
+    pub(super) fn switch_events(&self, events: &BTreeMap<SwitchIx, String>) -> Vec<SwitchEvent> {
+        events
+            .iter()
+            .map(|(&s, why)| SwitchEvent {
+                switch: self.topo.name_of(s).to_string(),
+                detail: why.clone(),
+            })
+            .collect()
+    }
+
+    /// Tables that refused rules since the last epoch, with how many.
+    pub(super) fn tables_full(&mut self) -> Vec<TableFull> {
+        self.selector
+            .take_full()
+            .into_iter()
+            .map(|(f, refused)| TableFull {
+                switch: self.topo.name_of(f.switch).to_string(),
+                table: f.table.to_string(),
+                size: f.size,
+                refused,
+            })
+            .collect()
+    }
+
+    pub fn localizer(&self) -> canary_core::localize::Canary {
+        canary_core::localize::Canary {
+            params: self.cfg.canary.clone(),
+        }
+    }
+
+    /// Observations over the whole run so far (every epoch aggregated), each segment tested
+    /// once on its total.
+    pub fn run_observations(&self) -> Observations {
+        match &self.cfg.decision {
+            Some(p) => total_observations(&self.segments, &self.run_totals, p),
+            None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
+        }
+    }
+
+    /// Each blamed link with the least its loss has been: the lower end of a 99.7 % interval
+    /// of its estimate, with the packets of the segments through it as trials.
+    pub(super) fn least_losses(&self, v: &Verdict, obs: &Observations) -> Vec<(LinkIx, f64)> {
+        v.blamed
+            .iter()
+            .map(|b| {
+                let sent = sent_through(obs, b.link);
+                (b.link, wilson(b.loss, sent, 3.0)[0])
+            })
+            .collect()
+    }
+
+    pub(super) fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {
+        let names = |s| {
+            self.segments
+                .get(s)
+                .switches
+                .iter()
+                .map(|&x| self.topo.name_of(x).to_string())
+                .collect()
+        };
+        changes
+            .iter()
+            .map(|c| match *c {
+                Change::Declared { segment, since } => SegmentChange {
+                    segment: names(segment),
+                    lossy_since: Some(since),
+                },
+                Change::Cleared { segment } => SegmentChange {
+                    segment: names(segment),
+                    lossy_since: None,
+                },
+            })
+            .collect()
+    }
+
+    /// The segments of `obs` that lost packets, lossiest first.
+    pub fn segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
+        let mut v = self.all_segment_reports(obs);
+        v.retain(|s| s.lost > 0);
+        v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
+        v
+    }
+
+    /// Every segment of `obs`, in segment order.
+    pub fn all_segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
+        obs.segments
+            .iter()
+            .map(|s| SegmentReport {
+                segment: self
+                    .segments
+                    .get(s.segment)
+                    .switches
+                    .iter()
+                    .map(|&x| self.topo.name_of(x).to_string())
+                    .collect(),
+                sent: s.sent,
+                lost: s.lost,
+                loss: s.lost as f64 / s.sent as f64,
+                used: s.success < 1.0,
+            })
+            .collect()
+    }
+
+    /// The blamed links of `v`, with the 95 % interval of each estimate from the packets `obs`
+    /// counted on the segments through the link.
+    pub fn link_reports(&self, v: &Verdict, obs: &Observations) -> Vec<LinkReport> {
+        v.blamed
+            .iter()
+            .map(|b| {
+                let [a, c] = self.topo.link_names(b.link);
+                let sent = sent_through(obs, b.link);
+                LinkReport {
+                    link: [a.to_string(), c.to_string()],
+                    loss: b.loss,
+                    stage: Some(b.stage),
+                    ci95: Some(wilson(b.loss, sent, 1.96)),
+                    since: self.timeline.since(b.link),
+                }
+            })
+            .collect()
+    }
+}
+
+/// Packets counted on the segments of `obs` through `link`.
+fn sent_through(obs: &Observations, link: LinkIx) -> u64 {
+    obs.segments
+        .iter()
+        .filter(|s| s.links.contains(&link))
+        .map(|s| s.sent)
+        .sum()
+}

@@ -1,0 +1,435 @@
+use super::*;
+use crate::fabric::Parity;
+use crate::pathbf::PathBfParams;
+use crate::sketch::{Dsm, MeterConfig, Usm};
+use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Topology};
+
+fn setup() -> (Topology, Segments, PathBfCodec) {
+    let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+    let r = Routing::new(&t);
+    let s = Segments::new(&t, &r);
+    let c = PathBfCodec::new(&t, &s, PathBfParams::default()).unwrap();
+    (t, s, c)
+}
+
+fn flow(n: u32) -> FlowId {
+    FlowId::v4(0x0a00_0002 + n, 0x0a03_0102, 6, 1000 + n as u16, 80)
+}
+
+fn snap(switch: SwitchIx) -> MeterSnapshot {
+    let cfg = MeterConfig::new(3, 64).unwrap();
+    MeterSnapshot {
+        switch,
+        epoch: 0,
+        parity: Parity::Even,
+        usm: Usm::new(cfg).unwrap(),
+        dsm: Dsm::new(cfg).unwrap(),
+    }
+}
+
+fn count(snap: &mut MeterSnapshot, f: FlowId, up: u32, down: Option<(u32, u32)>) {
+    let h = FlowHashes::of(&f);
+    if up > 0 {
+        snap.usm.update_n(&f, h, up);
+    }
+    if let Some((bf, n)) = down {
+        snap.dsm.update_n(&f, h, bf, n);
+    }
+}
+
+/// The straightforward Algorithm 3 the optimised [`minus_meters`] must agree with: every
+/// clean DSM record (grouped by flow) decoded and looked up at once in its upstream USM.
+fn minus_meters_reference(
+    segments: &Segments,
+    codec: &PathBfCodec,
+    snapshots: &[MeterSnapshot],
+) -> EpochDetection {
+    use crate::pathbf::Decoded;
+    let by_switch: HashMap<SwitchIx, &MeterSnapshot> =
+        snapshots.iter().map(|s| (s.switch, s)).collect();
+    let mut out = EpochDetection::default();
+    let a = &mut out.anomalies;
+    for snap in snapshots {
+        a.dirty_dsm_buckets += snap.dsm.dirty_buckets() as u64;
+        a.dirty_usm_buckets += snap.usm.dirty_buckets() as u64;
+        let (records, torn) = snap.dsm.clean_flows_checked();
+        a.torn += torn;
+        if torn > 0 {
+            *out.torn_at.entry(snap.switch).or_default() += torn;
+        }
+        for rec in records {
+            let segment = match codec.decode(snap.switch, rec.path_bf) {
+                Decoded::Segment(s) => s,
+                Decoded::Ambiguous(_) => {
+                    a.ambiguous += 1;
+                    continue;
+                }
+                Decoded::Unknown => {
+                    a.undecodable += 1;
+                    continue;
+                }
+            };
+            let upstream = segments.get(segment).upstream();
+            if !by_switch.contains_key(&upstream) {
+                a.upstream_missing += 1;
+                continue;
+            }
+            // Every snapshot of the upstream switch (a switch may answer twice).
+            for up in snapshots.iter().filter(|s| s.switch == upstream) {
+                let usm_count = match up.usm.clean_lookup(&rec.flow, FlowHashes::of(&rec.flow)) {
+                    CleanLookup::Count(c) => c,
+                    CleanLookup::Missing => {
+                        a.no_clean_usm += 1;
+                        continue;
+                    }
+                    CleanLookup::Torn => {
+                        a.torn += 1;
+                        *out.torn_at.entry(up.switch).or_default() += 1;
+                        continue;
+                    }
+                };
+                let lost = usm_count.wrapping_sub(rec.count);
+                if lost > u32::MAX / 2 {
+                    a.negative_loss += 1;
+                    continue;
+                }
+                out.entries.push(MmEntry {
+                    flow: rec.flow,
+                    segment,
+                    sent: rec.count as u64 + lost as u64,
+                    lost: lost as u64,
+                });
+            }
+        }
+    }
+    for e in &out.entries {
+        let c = out.segments.entry(e.segment).or_default();
+        c.sent += e.sent;
+        c.lost += e.lost;
+        c.flows += 1;
+    }
+    out
+}
+
+/// A random epoch on the k = 4 fat-tree in small meters: many collisions and dirty buckets,
+/// flows on several segments, negative losses, corrupted pathBFs; `tamper` bit 0 makes some
+/// clean buckets disagree with their rows (torn reads), bit 1 moves DSM buckets out of their
+/// flows' columns (a meter read back wrong), bit 2 drops or repeats snapshots.
+fn random_epoch(
+    seed: u64,
+    rows: usize,
+    width: usize,
+    flows: usize,
+    tamper: u32,
+) -> (Segments, PathBfCodec, Vec<MeterSnapshot>) {
+    use crate::sketch::Bucket;
+    use rand::{Rng, SeedableRng};
+    let (t, s, c) = setup();
+    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+    let cfg = MeterConfig::new(rows, width).unwrap();
+    let monitors: Vec<SwitchIx> = t.monitors().collect();
+    let mut snaps: Vec<MeterSnapshot> = monitors
+        .iter()
+        .map(|&m| MeterSnapshot {
+            switch: m,
+            epoch: 0,
+            parity: Parity::Even,
+            usm: Usm::new(cfg).unwrap(),
+            dsm: Dsm::new(cfg).unwrap(),
+        })
+        .collect();
+    let slot = |sw: SwitchIx| monitors.iter().position(|&m| m == sw).unwrap();
+    for _ in 0..flows {
+        let seg = rng.random_range(0..s.len());
+        // Few distinct flows, so one flow often crosses several segments.
+        let f = flow(rng.random_range(0..2 * flows as u32 + 1));
+        let h = FlowHashes::of(&f);
+        let up = rng.random_range(0..20);
+        let down = if rng.random_bool(0.1) {
+            up + rng.random_range(1..3)
+        } else {
+            rng.random_range(0..=up)
+        };
+        let bf = if rng.random_bool(0.05) {
+            rng.random()
+        } else {
+            c.segment_bf[seg]
+        };
+        let g = s.get(seg as SegmentId);
+        snaps[slot(g.upstream())].usm.update_n(&f, h, up);
+        snaps[slot(g.downstream())].dsm.update_n(&f, h, bf, down);
+    }
+    fn rebuild<B: Bucket>(
+        m: &crate::sketch::Meter<B>,
+        edit: impl FnOnce(&mut [B]),
+    ) -> crate::sketch::Meter<B> {
+        let mut b = m.buckets().to_vec();
+        edit(&mut b);
+        crate::sketch::Meter::from_buckets(m.config(), b).unwrap()
+    }
+    let n = rows * width;
+    for snap in &mut snaps {
+        if tamper & 1 != 0 && rng.random_bool(0.3) {
+            let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+            snap.dsm = rebuild(&snap.dsm, |b| b[i].count = b[i].count.wrapping_add(1));
+            snap.usm = rebuild(&snap.usm, |b| b[j].count = b[j].count.wrapping_add(1));
+        }
+        if tamper & 2 != 0 && rng.random_bool(0.2) {
+            let (i, j) = (rng.random_range(0..n), rng.random_range(0..n));
+            snap.dsm = rebuild(&snap.dsm, |b| b.swap(i, j));
+        }
+    }
+    if tamper & 4 != 0 {
+        snaps.retain(|_| rng.random_bool(0.8));
+        if let Some(again) = snaps.first().cloned() {
+            snaps.push(again);
+        }
+    }
+    (s, c, snaps)
+}
+
+fn sorted(mut d: EpochDetection) -> EpochDetection {
+    let mut e = d.entries.to_vec();
+    e.sort_by_key(|e| (e.segment, e.flow, e.sent, e.lost));
+    d.entries = e.into_iter().collect();
+    d
+}
+
+fn check_against_reference(
+    seed: u64,
+    rows: usize,
+    width: usize,
+    flows: usize,
+    tamper: u32,
+) -> Anomalies {
+    let (s, c, snaps) = random_epoch(seed, rows, width, flows, tamper);
+    let fast = minus_meters(&s, &c, &snaps);
+    let slow = minus_meters_reference(&s, &c, &snaps);
+    let a = slow.anomalies;
+    assert_eq!(
+        sorted(fast),
+        sorted(slow),
+        "seed {seed} rows {rows} width {width} flows {flows} tamper {tamper}"
+    );
+    a
+}
+
+proptest::proptest! {
+    #![proptest_config(proptest::prelude::ProptestConfig::with_cases(300))]
+    #[test]
+    fn minus_meters_equals_the_reference(
+        seed in proptest::prelude::any::<u64>(),
+        rows in 1usize..=3,
+        width_log in 0u32..6,
+        flows in 0usize..150,
+        tamper in 0u32..8,
+    ) {
+        check_against_reference(seed, rows, 1 << width_log, flows, tamper);
+    }
+}
+
+/// The random epochs above do reach every case.
+#[test]
+fn reference_comparison_reaches_every_anomaly() {
+    let mut all = Anomalies::default();
+    for seed in 0..200 {
+        let rows = 1 + seed as usize % 3;
+        let a = check_against_reference(seed, rows, 16, 100, seed as u32 % 8);
+        all.add(&a);
+    }
+    assert!(all.torn > 0, "{all:?}");
+    assert!(all.no_clean_usm > 0, "{all:?}");
+    assert!(all.negative_loss > 0, "{all:?}");
+    assert!(all.undecodable > 0, "{all:?}");
+    assert!(all.upstream_missing > 0, "{all:?}");
+    assert!(
+        all.dirty_dsm_buckets > 0 && all.dirty_usm_buckets > 0,
+        "{all:?}"
+    );
+}
+
+/// The paper's Fig. 4: the DSM at an edge switch against the USMs of the cores upstream.
+/// f1 and f4 lose packets on their segments, f2 and f3 lose none, f5 has no clean USM bucket.
+#[test]
+fn papers_fig4_example() {
+    let (t, s, c) = setup();
+    let e = t.switch("edge3_1").unwrap();
+    let seg = |core: &str| {
+        let path = [
+            t.switch(core).unwrap(),
+            t.switch(if core == "core0" || core == "core1" {
+                "agg3_0"
+            } else {
+                "agg3_1"
+            })
+            .unwrap(),
+            e,
+        ];
+        s.find(&path).unwrap()
+    };
+    let (s17, s20) = (seg("core0"), seg("core3"));
+    let mut down = snap(e);
+    let mut c0 = snap(t.switch("core0").unwrap());
+    let mut c3 = snap(t.switch("core3").unwrap());
+    count(&mut c0, flow(1), 100, None);
+    count(
+        &mut down,
+        flow(1),
+        0,
+        Some((c.segment_bf[s17 as usize], 95)),
+    );
+    count(&mut c0, flow(2), 50, None);
+    count(
+        &mut down,
+        flow(2),
+        0,
+        Some((c.segment_bf[s17 as usize], 50)),
+    );
+    count(&mut c3, flow(4), 200, None);
+    count(
+        &mut down,
+        flow(4),
+        0,
+        Some((c.segment_bf[s20 as usize], 180)),
+    );
+    // f5 collides in every USM row with flows f6..: find flows sharing f5's buckets.
+    let f5 = flow(5);
+    count(&mut c3, f5, 40, None);
+    count(&mut down, f5, 0, Some((c.segment_bf[s20 as usize], 40)));
+    let h5 = FlowHashes::of(&f5);
+    let w = 64;
+    for row in 0..3 {
+        let target = crate::sketch::meter_index(h5, row, w);
+        let other = (100..100_000)
+            .map(flow)
+            .find(|f| crate::sketch::meter_index(FlowHashes::of(f), row, w) == target)
+            .unwrap();
+        c3.usm.update(&other, FlowHashes::of(&other));
+    }
+    let det = minus_meters(&s, &c, &[down, c0, c3]);
+    let by_flow: HashMap<FlowId, MmEntry> = det.entries.iter().map(|e| (e.flow, *e)).collect();
+    assert_eq!(
+        by_flow[&flow(1)],
+        MmEntry {
+            flow: flow(1),
+            segment: s17,
+            sent: 100,
+            lost: 5
+        }
+    );
+    assert_eq!(by_flow[&flow(2)].lost, 0);
+    assert_eq!(
+        by_flow[&flow(4)],
+        MmEntry {
+            flow: flow(4),
+            segment: s20,
+            sent: 200,
+            lost: 20
+        }
+    );
+    assert!(!by_flow.contains_key(&f5), "no clean USM bucket: dropped");
+    assert_eq!(det.anomalies.no_clean_usm, 1);
+    let obs = observations(
+        &s,
+        &{
+            let mut w = Window::new(1);
+            w.push(det.segments.clone());
+            w.totals()
+        },
+        1,
+    );
+    let y: HashMap<SegmentId, f64> = obs
+        .segments
+        .iter()
+        .map(|o| (o.segment, o.success))
+        .collect();
+    assert!(
+        (y[&s17] - 145.0 / 150.0).abs() < 1e-12,
+        "eq. 2 aggregates the segment's flows"
+    );
+    assert!((y[&s20] - 0.9).abs() < 1e-12);
+}
+
+#[test]
+fn wrapped_usm_counter_still_gives_the_exact_loss() {
+    let (t, s, c) = setup();
+    let e = t.switch("edge3_1").unwrap();
+    let core = t.switch("core0").unwrap();
+    let sg = s.find(&[core, t.switch("agg3_0").unwrap(), e]).unwrap();
+    let (mut down, mut up) = (snap(e), snap(core));
+    // Upstream counted 2^32 + 5 packets (its register wrapped to 5); 8 were lost.
+    count(&mut up, flow(1), u32::MAX, None);
+    count(&mut up, flow(1), 6, None);
+    count(
+        &mut down,
+        flow(1),
+        0,
+        Some((c.segment_bf[sg as usize], u32::MAX - 2)),
+    );
+    let det = minus_meters(&s, &c, &[down, up]);
+    let e = det.entries.to_vec();
+    assert_eq!(e[0].lost, 8);
+    assert_eq!(e[0].sent, (1u64 << 32) + 5);
+}
+
+#[test]
+fn unknown_pathbf_and_negative_loss_are_counted_not_used() {
+    let (t, s, c) = setup();
+    let e = t.switch("edge3_1").unwrap();
+    let core = t.switch("core0").unwrap();
+    let sg = s.find(&[core, t.switch("agg3_0").unwrap(), e]).unwrap();
+    let (mut down, mut up) = (snap(e), snap(core));
+    count(&mut down, flow(1), 0, Some((0xdead_beef, 10)));
+    count(&mut up, flow(2), 10, None);
+    count(&mut down, flow(2), 0, Some((c.segment_bf[sg as usize], 12)));
+    let det = minus_meters(&s, &c, &[down, up]);
+    assert!(det.entries.is_empty());
+    assert_eq!(det.anomalies.undecodable, 1);
+    assert_eq!(det.anomalies.negative_loss, 1);
+}
+
+#[test]
+fn missing_upstream_switch_is_not_loss() {
+    let (t, s, c) = setup();
+    let e = t.switch("edge3_1").unwrap();
+    let sg = s
+        .find(&[t.switch("core0").unwrap(), t.switch("agg3_0").unwrap(), e])
+        .unwrap();
+    let mut down = snap(e);
+    count(&mut down, flow(1), 0, Some((c.segment_bf[sg as usize], 10)));
+    let det = minus_meters(&s, &c, &[down]);
+    assert!(det.segments.is_empty());
+    assert_eq!(det.anomalies.upstream_missing, 1);
+}
+
+#[test]
+fn n_prime_filter_treats_rarely_lossy_segments_as_loss_free() {
+    let (_, s, _) = setup();
+    let mut w = Window::new(5);
+    for e in 0..5u64 {
+        let mut m = BTreeMap::new();
+        m.insert(
+            0,
+            SegmentCount {
+                sent: 1000,
+                lost: u64::from(e == 2),
+                flows: 10,
+            },
+        );
+        m.insert(
+            1,
+            SegmentCount {
+                sent: 1000,
+                lost: 3,
+                flows: 10,
+            },
+        );
+        w.push(m);
+    }
+    let obs = observations(&s, &w.totals(), 3);
+    assert_eq!(
+        obs.segments[0].success, 1.0,
+        "lost in 1 of 5 epochs < n' = 3"
+    );
+    assert!((obs.segments[1].success - (1.0 - 15.0 / 5000.0)).abs() < 1e-12);
+}
