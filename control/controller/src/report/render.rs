@@ -1,0 +1,227 @@
+//! The terminal view of an epoch report and of a run's summary.
+
+use super::{EpochReport, OverTimeReport, SegmentReport, Summary, TableFull};
+use std::collections::BTreeMap;
+use std::fmt::Write;
+
+fn short(n: u64) -> String {
+    match n {
+        0..=9_999 => n.to_string(),
+        10_000..=9_999_999 => format!("{:.1}k", n as f64 / 1e3),
+        _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
+/// The terminal view of one epoch: a header line, then lossy segments and blamed links.
+pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(
+        s,
+        "epoch {:>3} ({:>4}) │ {} pkts ({} lost), {} flows{} counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
+        r.epoch,
+        format!("{:?}", r.parity).to_lowercase(),
+        short(r.packets_counted),
+        short(r.packets_lost),
+        r.flows_counted,
+        if r.flows_counted_v6 > 0 {
+            format!(" ({} IPv6)", r.flows_counted_v6)
+        } else {
+            String::new()
+        },
+        r.segments_observed,
+        r.segments_total,
+        r.segments_short,
+        r.flows_monitored,
+        r.selection.flows_added,
+        r.selection.flows_retired,
+        r.phases_ms.harvest + r.phases_ms.detect + r.phases_ms.localize + r.phases_ms.select,
+    );
+    if let Some(why) = &r.incomplete {
+        let _ = writeln!(s, "  ! incomplete, nothing blamed from it: {why}");
+    }
+    if !r.unreachable.is_empty() {
+        let _ = writeln!(
+            s,
+            "  ! unreachable, segments unobserved: {}",
+            r.unreachable.join(", ")
+        );
+    }
+    for d in &r.disturbed {
+        let _ = writeln!(s, "  ! {}: {}", d.switch, d.detail);
+    }
+    // One line per table: the switches where it was full (the worst first), and the rules it
+    // did without. The JSON report keeps every switch.
+    let mut by_table: BTreeMap<&str, Vec<&TableFull>> = BTreeMap::new();
+    for f in &r.tables_full {
+        by_table.entry(&f.table).or_default().push(f);
+    }
+    for (table, mut full) in by_table {
+        full.sort_by(|a, b| b.refused.cmp(&a.refused).then(a.switch.cmp(&b.switch)));
+        let refused: u64 = full.iter().map(|f| u64::from(f.refused)).sum();
+        const SHOWN: usize = 4;
+        let names: Vec<String> = full
+            .iter()
+            .take(SHOWN)
+            .map(|f| format!("{} ({})", f.switch, f.refused))
+            .collect();
+        let more = if full.len() > SHOWN {
+            format!(" and {} more", full.len() - SHOWN)
+        } else {
+            String::new()
+        };
+        let _ = writeln!(
+            s,
+            "  ! {table} full ({} rules) on {} switch{}: {}{more}; {refused} rules refused, the \
+             segments furthest short of α/β kept",
+            full[0].size,
+            full.len(),
+            if full.len() == 1 { "" } else { "es" },
+            names.join(", ")
+        );
+    }
+    if r.segments_skipped > 0 {
+        let _ = writeln!(
+            s,
+            "  ! {} segments through these switches left out of this epoch",
+            r.segments_skipped
+        );
+    }
+    let used: Vec<&SegmentReport> = r.lossy_segments.iter().filter(|x| x.used).collect();
+    if !used.is_empty() {
+        let _ = writeln!(
+            s,
+            "  lossy segments ({} over {} epochs):",
+            used.len(),
+            r.window_epochs
+        );
+        for x in used.iter().take(max_rows) {
+            let _ = writeln!(
+                s,
+                "    {:<36} loss {:>7.4}  ({}/{})",
+                x.segment.join("→"),
+                x.loss,
+                x.lost,
+                x.sent
+            );
+        }
+        if used.len() > max_rows {
+            let _ = writeln!(s, "    … {} more", used.len() - max_rows);
+        }
+    }
+    if !r.blamed.is_empty() {
+        let _ = writeln!(s, "  blamed links ({}):", r.blamed.len());
+        for b in r.blamed.iter().take(max_rows) {
+            let stage = b
+                .stage
+                .map(|x| format!("  stage {}", x + 1))
+                .unwrap_or_default();
+            let ci = b
+                .ci95
+                .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
+                .unwrap_or_default();
+            let since = b
+                .since
+                .map(|e| format!("  since epoch {e}"))
+                .unwrap_or_default();
+            let _ = writeln!(
+                s,
+                "    {:<24} loss {:>7.4}{ci}{stage}{since}",
+                format!("{}→{}", b.link[0], b.link[1]),
+                b.loss
+            );
+        }
+        if r.blamed.len() > max_rows {
+            let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
+        }
+    }
+    for d in &r.devices {
+        let _ = writeln!(
+            s,
+            "  device         {}: all {} links {} blamed: the switch itself, or all of them",
+            d.switch,
+            d.links,
+            if d.inbound { "in" } else { "out" }
+        );
+    }
+    for c in &r.cleared {
+        let _ = writeln!(
+            s,
+            "  all-clear      {}→{}  (blamed epochs {}–{})",
+            c.link[0], c.link[1], c.since, c.last
+        );
+    }
+    s
+}
+
+/// Each fault episode's time to detect and to clear, and the false positives over time.
+fn render_over_time(s: &mut String, o: &OverTimeReport) {
+    let _ = writeln!(
+        s,
+        "over time: link-epochs precision {:.3} recall {:.3} F1 {:.3}; {} false-positive link-epochs",
+        o.link_epochs.precision, o.link_epochs.recall, o.link_epochs.f1, o.false_positive_link_epochs
+    );
+    let epoch = |x: Option<u64>, from: Option<u64>| match (x, from) {
+        (Some(x), Some(f)) => format!("{x} (+{})", x - f),
+        _ => "never".to_string(),
+    };
+    for f in &o.faults {
+        let dev = f
+            .device
+            .as_ref()
+            .map(|d| format!(" [device {d}]"))
+            .unwrap_or_default();
+        let repair = match f.repair {
+            Some(r) => format!(", repaired {r}, all-clear {}", epoch(f.cleared, Some(r))),
+            None => String::new(),
+        };
+        let _ = writeln!(
+            s,
+            "  {}→{}{dev} loss {:.4} from {}: detected {}{repair}",
+            f.link[0],
+            f.link[1],
+            f.loss,
+            f.onset,
+            epoch(f.detected, Some(f.onset))
+        );
+    }
+}
+
+pub fn render_summary(sum: &Summary, faults: usize) -> String {
+    let mut s = String::new();
+    let _ = writeln!(s, "── summary over {} epochs ──", sum.epochs);
+    let _ = writeln!(
+        s,
+        "faulty directed links: {faults}   blamed: {}   TP {}  FP {}  FN {}",
+        sum.blamed.len(),
+        sum.tp,
+        sum.fp,
+        sum.fn_
+    );
+    let _ = writeln!(
+        s,
+        "precision {:.3}   recall {:.3}   F1 {:.3}   accuracy {:.4}",
+        sum.precision, sum.recall, sum.f1, sum.accuracy
+    );
+    if sum.stages.len() > 1 {
+        let f1s: Vec<String> = sum.stages.iter().map(|x| format!("{:.3}", x.f1)).collect();
+        let _ = writeln!(s, "F1 after each stage: {}", f1s.join("  "));
+    }
+    for m in &sum.missed {
+        let _ = writeln!(
+            s,
+            "  missed          {}→{}  (injected loss {:.4})",
+            m.link[0], m.link[1], m.loss
+        );
+    }
+    for m in &sum.false_positives {
+        let _ = writeln!(
+            s,
+            "  false positive  {}→{}  (estimated loss {:.4})",
+            m.link[0], m.link[1], m.loss
+        );
+    }
+    if !sum.over_time.faults.is_empty() || sum.over_time.false_positive_link_epochs > 0 {
+        render_over_time(&mut s, &sum.over_time);
+    }
+    s
+}
