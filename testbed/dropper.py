@@ -153,12 +153,7 @@ def flow_share_drop(loss, share, seed):
     prog.op(ALU_MUL_K, MIX2)
     _xorshift(prog, 16)
     prog.op(JGT_K, cut, jt="pass", jf=0)
-    t = threshold(loss)
-    prog.op(LD_W_ABS, SKF_AD_RANDOM)
-    prog.op(JGT_K, t, jt="pass", jf=0)
-    prog.op(RET_K, TC_ACT_SHOT)
-    prog.label("pass")
-    prog.op(RET_K, TC_ACT_OK)
+    _random_tail(prog, loss)
     return prog.bytecode()
 
 

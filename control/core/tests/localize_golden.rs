@@ -128,18 +128,17 @@ fn segment_observations(at: &Path, topo: &Topology, case: &Case) -> Observations
     Observations { segments }
 }
 
-fn run(at: &Path, case: &Case) -> Verdict {
-    let topo = topology(at, &case.topology);
+fn run(at: &Path, topo: &Topology, case: &Case) -> Verdict {
     let walks: Vec<Vec<LinkIx>> = case
         .paths
         .iter()
-        .map(|p| links(at, &topo, &p.switches))
+        .map(|p| links(at, topo, &p.switches))
         .collect();
     let sent_lost = || case.paths.iter().map(|p| (p.sent, p.lost));
     match case.localizer.as_str() {
-        "canary" => Canary::default().localize(&topo, &segment_observations(at, &topo, case)),
+        "canary" => Canary::default().localize(topo, &segment_observations(at, topo, case)),
         "canary-cd1" => {
-            CdOnSegments::default().localize(&topo, &segment_observations(at, &topo, case))
+            CdOnSegments::default().localize(topo, &segment_observations(at, topo, case))
         }
         "netbouncer" | "netbouncer-stage" => {
             let params = if case.localizer == "netbouncer" {
@@ -156,7 +155,7 @@ fn run(at: &Path, case: &Case) -> Verdict {
                     received: (sent - lost) as u32,
                 })
                 .collect();
-            NetBouncer { params }.localize(&topo, &probes)
+            NetBouncer { params }.localize(topo, &probes)
         }
         "flock" => {
             let flows = walks
@@ -172,7 +171,7 @@ fn run(at: &Path, case: &Case) -> Verdict {
                 granularity: Granularity::Directed,
                 flows,
             };
-            Flock::default().localize(&topo, &input)
+            Flock::default().localize(topo, &input)
         }
         "007" => {
             let flows: Vec<FlowReport007> = walks
@@ -184,7 +183,7 @@ fn run(at: &Path, case: &Case) -> Verdict {
                     retransmissions: lost as u32,
                 })
                 .collect();
-            Vote007::default().localize(&topo, &flows)
+            Vote007::default().localize(topo, &flows)
         }
         "detector" => {
             let probes: Vec<PathProbe> = walks
@@ -196,15 +195,14 @@ fn run(at: &Path, case: &Case) -> Verdict {
                     lost: lost as u32,
                 })
                 .collect();
-            Detector::default().localize(&topo, &probes)
+            Detector::default().localize(topo, &probes)
         }
         other => panic!("{}: no localizer `{other}`", at.display()),
     }
 }
 
 /// The verdict as the case files hold it: one line per blamed link, then the stages.
-fn render(at: &Path, case: &Case, v: &Verdict) -> String {
-    let topo = topology(at, &case.topology);
+fn render(topo: &Topology, v: &Verdict) -> String {
     let mut out = String::new();
     if v.blamed.is_empty() {
         out.push_str("nothing blamed\n");
@@ -253,7 +251,8 @@ fn every_localizer_case_gives_its_recorded_verdict() {
             .split_once("\n----\n")
             .unwrap_or_else(|| panic!("{}: no `----` line", file.display()));
         let case = parse(&file, input);
-        let got = render(&file, &case, &run(&file, &case));
+        let topo = topology(&file, &case.topology);
+        let got = render(&topo, &run(&file, &topo, &case));
         if rewrite {
             std::fs::write(&file, format!("{input}\n----\n{got}")).unwrap();
         } else if got != expected {
