@@ -16,6 +16,7 @@ pub mod flow;
 pub mod localize;
 pub mod model;
 pub mod pathbf;
+pub mod schedule;
 pub mod score;
 pub mod select;
 pub mod sketch;
