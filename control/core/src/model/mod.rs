@@ -23,10 +23,12 @@
 //! instance of its parity stale and starts it afresh (the data plane does this bucket by bucket;
 //! decoded, both are the same). So nothing needs clearing between epochs.
 
+mod monitor;
 pub mod net;
 mod packet;
 pub mod wire;
 
+pub use monitor::MonitorRules;
 pub use packet::{
     epoch_tag, epoch_window, Packet, Shim, EPOCH_TAGS, EPOCH_TAG_BITS, ETHERTYPE_ARP,
     ETHERTYPE_CANARY, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_LLDP, L3,
@@ -35,8 +37,7 @@ pub use packet::{
 use crate::capacity::Capacity;
 use crate::fabric::RuleOp;
 use crate::flow::{Addr, FlowId};
-use crate::pathbf::encode_hop;
-use crate::sketch::{ecmp_member, Dsm, FlowHashes, HashPipe, Usm};
+use crate::sketch::{ecmp_member, Dsm, HashPipe, Usm};
 use crate::topo::{ForwardingState, Replica};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
@@ -375,64 +376,6 @@ impl SwitchModel {
         self.fwd.is_host_port(port)
     }
 
-    /// The meter step of a routed unicast packet that carries `shim` (steps 3 of the module
-    /// doc): DSM or HashPipe and the HH report, the pathBF stamp, the USM and the mark.
-    pub fn monitor(
-        &mut self,
-        flow: &FlowId,
-        h: FlowHashes,
-        shim: &mut Shim,
-        to_host: bool,
-    ) -> Option<Digest> {
-        let monitor = self.config.monitor;
-        let mut digest = None;
-        if monitor {
-            if self.rules.dsm.contains(&(*flow, shim.path_bf)) {
-                if shim.counted && epoch_window(self.config.epoch).contains(&shim.epoch) {
-                    let m = Self::instance(&mut self.dsm, shim.epoch);
-                    m.update(flow, h, shim.path_bf);
-                }
-            } else {
-                let count = self.hashpipe.update(h);
-                if self
-                    .rules
-                    .hh
-                    .get(&shim.path_bf)
-                    .is_some_and(|&eta| count > eta)
-                {
-                    self.counters.hh_reports += 1;
-                    digest = Some(Digest {
-                        flow: *flow,
-                        path_bf: shim.path_bf,
-                    });
-                }
-            }
-        }
-        shim.path_bf = encode_hop(shim.path_bf, self.config.mask, monitor);
-        if monitor {
-            if !to_host && self.rules.usm.contains(flow) {
-                let epoch = self.config.epoch;
-                Self::instance(&mut self.usm, epoch).update(flow, h);
-                shim.counted = true;
-                shim.epoch = epoch;
-            } else {
-                shim.counted = false;
-                shim.epoch = 0;
-            }
-        }
-        digest
-    }
-
-    /// The meter instance of epoch tag `tag`, started afresh if it holds an older epoch.
-    fn instance<M: Resettable>(pair: &mut [Tagged<M>; 2], tag: u16) -> &mut M {
-        let t = &mut pair[usize::from(tag & 1)];
-        if t.tag != Some(tag) {
-            t.meter.reset_all();
-            t.tag = Some(tag);
-        }
-        &mut t.meter
-    }
-
     /// The replicas of flood group `group`.
     pub fn replicas(&self, group: u16) -> &[Replica] {
         self.fwd.replicas.get(&group).map_or(&[], Vec::as_slice)
@@ -490,11 +433,11 @@ impl SwitchModel {
     /// Every meter register back to zero: no epoch holds any bucket.
     pub fn clear_meters(&mut self) {
         for t in self.usm.iter_mut() {
-            t.meter.reset_all();
+            t.meter.reset();
             t.tag = None;
         }
         for t in self.dsm.iter_mut() {
-            t.meter.reset_all();
+            t.meter.reset();
             t.tag = None;
         }
     }
@@ -502,23 +445,6 @@ impl SwitchModel {
     /// A restart: tables, registers and counters lost; the capacity is the program's.
     pub fn restart(&mut self) {
         *self = SwitchModel::new(self.capacity);
-    }
-}
-
-/// Meters that can be emptied.
-trait Resettable {
-    fn reset_all(&mut self);
-}
-
-impl Resettable for Usm {
-    fn reset_all(&mut self) {
-        self.reset();
-    }
-}
-
-impl Resettable for Dsm {
-    fn reset_all(&mut self) {
-        self.reset();
     }
 }
 

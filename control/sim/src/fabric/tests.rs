@@ -1,8 +1,10 @@
 use super::*;
+use canary_core::fabric::Fabric;
 use canary_core::model::net::{Event, Net};
 use canary_core::model::wire::{self, Macs};
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::{fattree::fattree, MonitorPlacement, Segments};
+use std::collections::HashSet;
 
 fn fabric(k: u32) -> SimFabric {
     let topo = fattree(k, MonitorPlacement::TopAndBottom).unwrap();

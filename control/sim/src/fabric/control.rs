@@ -1,0 +1,92 @@
+//! The controller's view: the [`Fabric`] implementation.
+
+use super::{switch_down, SimFabric};
+use canary_core::capacity::Capacity;
+use canary_core::fabric::{
+    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
+};
+use canary_core::model::epoch_tag;
+use canary_core::topo::SwitchIx;
+use rand::Rng;
+use std::time::Duration;
+
+impl Fabric for SimFabric {
+    fn now(&self) -> Duration {
+        Duration::from_nanos(self.now)
+    }
+
+    async fn wait(&mut self, d: Duration) {
+        self.advance_to(self.now + d.as_nanos() as u64);
+    }
+
+    fn capacity(&self) -> Capacity {
+        self.cfg.capacity
+    }
+
+    async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
+        let mut out = Vec::new();
+        for s in 0..self.switches.len() {
+            let skew = self.rng.random_range(0..=self.cfg.max_flip_skew_ns);
+            let sw = &mut self.switches[s];
+            if !sw.model.config().monitor {
+                continue;
+            }
+            if sw.down {
+                out.push((s as SwitchIx, Err(switch_down())));
+                continue;
+            }
+            sw.prev_epoch = sw.epoch_at(self.now);
+            sw.epoch = epoch;
+            sw.flip_at = self.now + skew;
+            out.push((s as SwitchIx, Ok(())));
+        }
+        out
+    }
+
+    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+        let mut out = Vec::new();
+        for (s, sw) in self.switches.iter_mut().enumerate() {
+            if !sw.model.config().monitor {
+                continue;
+            }
+            if sw.down {
+                out.push((s as SwitchIx, Err(switch_down())));
+                continue;
+            }
+            let (usm, dsm) = sw.model.meters_of(epoch_tag(epoch));
+            sw.model.clear_hashpipe();
+            out.push((
+                s as SwitchIx,
+                Ok(MeterSnapshot {
+                    switch: s as SwitchIx,
+                    parity: Parity::of_epoch(epoch),
+                    epoch,
+                    usm,
+                    dsm,
+                }),
+            ));
+        }
+        out
+    }
+
+    async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
+        let mut failed = Vec::new();
+        for op in ops {
+            let sw = &mut self.switches[op.switch() as usize];
+            if sw.down {
+                failed.push((op.clone(), switch_down()));
+                continue;
+            }
+            sw.gen = self.gens.next();
+            if let Err(e) = sw.model.apply(op) {
+                failed.push((op.clone(), SwitchError::Other(e.to_string())));
+            }
+        }
+        failed
+    }
+
+    async fn take_reports(&mut self) -> Vec<HhReport> {
+        self.reported.clear();
+        std::mem::take(&mut self.reports)
+    }
+}
