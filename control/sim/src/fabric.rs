@@ -4,27 +4,27 @@
 //! passes each switch's meter step, so the simulator's counts, paths and digests are what the
 //! P4 program would produce.
 
+mod batch;
 mod control;
+mod hosts;
 mod queue;
-mod send;
-mod walk;
+mod run;
+mod switches;
 
 use crate::traffic::TrafficConfig;
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{HhReport, SwitchError};
 use canary_core::fault::LinkLoss;
-use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
+use canary_core::model::{epoch_tag, SwitchConfig, SwitchModel};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::sketch::FlowHashes;
-use canary_core::topo::{FloodTree, ForwardingState, LinkIx, PortMap, Routing, SwitchIx, Topology};
-use canary_core::FlowId;
+use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
+use hosts::{Hosts, LinkDrops};
 use queue::{Event, EventQueue};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
-use rustc_hash::FxHashSet;
 use serde::{Deserialize, Serialize};
 use std::time::Duration;
-use walk::HopRules;
+use switches::{SimSwitch, Switches};
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct SimConfig {
@@ -73,82 +73,6 @@ pub struct Probe {
     pub reports: Vec<HhReport>,
 }
 
-/// One switch: the model, and the epoch flip as it reaches the switch (with skew).
-struct SimSwitch {
-    model: SwitchModel,
-    epoch: u64,
-    prev_epoch: u64,
-    flip_at: u64,
-    down: bool,
-    /// Changes whenever the switch's rules or configuration may have (a rule applied, a driver
-    /// writing into the model, a restart): what flows cached of its tables is then stale.
-    gen: u64,
-}
-
-impl SimSwitch {
-    /// The epoch the switch counts in at time `t`.
-    fn epoch_at(&self, t: u64) -> u64 {
-        if t >= self.flip_at {
-            self.epoch
-        } else {
-            self.prev_epoch
-        }
-    }
-}
-
-struct Flow {
-    id: FlowId,
-    h: FlowHashes,
-    host: u32,
-    slot: u32,
-    /// The switches the flow's packets cross, as the forwarding tables route them.
-    path: Vec<SwitchIx>,
-    links: Vec<LinkIx>,
-    remaining: u64,
-    /// Steady-state window, current window (slow start doubles it each RTT), left in this burst.
-    burst: u32,
-    window: u32,
-    burst_left: u32,
-    burst_period_ns: u64,
-    line_gap_ns: u64,
-    burst_start: u64,
-    in_flight: u32,
-    live: bool,
-    /// The rules the flow's packets met at each hop of `path`.
-    rules: Vec<HopRules>,
-}
-
-impl Flow {
-    /// A flow on `path` with nothing to send yet.
-    fn new(
-        id: FlowId,
-        h: FlowHashes,
-        host: u32,
-        slot: u32,
-        path: Vec<SwitchIx>,
-        links: Vec<LinkIx>,
-    ) -> Self {
-        Flow {
-            id,
-            h,
-            host,
-            slot,
-            rules: vec![HopRules::default(); path.len()],
-            path,
-            links,
-            remaining: 0,
-            burst: 0,
-            window: 0,
-            burst_left: 0,
-            burst_period_ns: 0,
-            line_gap_ns: 0,
-            burst_start: 0,
-            in_flight: 0,
-            live: true,
-        }
-    }
-}
-
 /// Generation numbers of switch tables, never reused.
 #[derive(Default)]
 struct Generations(u64);
@@ -160,47 +84,18 @@ impl Generations {
     }
 }
 
-#[derive(Clone, Copy)]
-struct Packet {
-    flow: u32,
-    hop: u8,
-    shim: Shim,
-    t: u64,
-}
-
-/// Per-link Bernoulli loss, drawn as geometric gaps between drops (one draw per drop), on the
-/// packets of the share `flows` of flows ([`hits_flow`]).
-struct LinkDrops {
-    p: f64,
-    flows: f64,
-    until_drop: u64,
-}
-
 pub struct SimFabric {
     topo: Topology,
     ports: PortMap,
     forwarding: Vec<ForwardingState>,
     masks: Vec<u32>,
     cfg: SimConfig,
-    switches: Vec<SimSwitch>,
-    links: Vec<LinkDrops>,
-    flows: Vec<Flow>,
-    free: Vec<u32>,
-    /// Flows' next packets and idle slots' next flows.
-    queue: EventQueue,
-    pending: Vec<Packet>,
-    reports: Vec<HhReport>,
-    /// Digests not yet taken: a switch's digest engine sends a flow once until the controller
-    /// acknowledges it (P4Runtime's digest cache), though the pipeline asks per packet.
-    reported: FxHashSet<(SwitchIx, FlowId)>,
+    /// Traffic, links and packets' progress; and what the switches count of the packets. The
+    /// two sides share nothing while time runs, so they run at once ([`SimFabric::advance`]).
+    hosts: Hosts,
+    net: Switches,
     gens: Generations,
     now: u64,
-    port_seq: u32,
-    rng: ChaCha8Rng,
-    loss_rng: ChaCha8Rng,
-    /// The switches are configured by a controller through drivers ([`SimFabric::driven`]), not
-    /// by the simulator: their epoch is what was written into them.
-    driven: bool,
     pub stats: SimStats,
 }
 
@@ -235,7 +130,7 @@ impl SimFabric {
             .collect();
         let masks = codec.masks.clone();
         let mut gens = Generations::default();
-        let switches = (0..topo.switches.len())
+        let switches: Vec<SimSwitch> = (0..topo.switches.len())
             .map(|i| SimSwitch {
                 model: configured(&cfg, &topo, &masks, &forwarding, i, 0),
                 epoch: 0,
@@ -261,26 +156,31 @@ impl SimFabric {
                 queue.push(t, Event::Open { host, slot });
             }
         }
+        let hosts = Hosts {
+            flows: Vec::new(),
+            free: Vec::new(),
+            queue,
+            pending: Vec::new(),
+            links,
+            routers: switches.iter().map(|s| s.model.router()).collect(),
+            down: vec![false; switches.len()],
+            port_seq: 0,
+            rng,
+            loss_rng,
+            parks: 0,
+            stats: SimStats::default(),
+        };
+        let net = Switches::new(switches, cfg.hop_latency_ns);
         Self {
             topo,
             ports,
             forwarding,
             masks,
             cfg,
-            switches,
-            links,
-            flows: Vec::new(),
-            free: Vec::new(),
-            queue,
-            pending: Vec::new(),
-            reports: Vec::new(),
-            reported: FxHashSet::default(),
+            hosts,
+            net,
             gens,
             now: 0,
-            port_seq: 0,
-            rng,
-            loss_rng,
-            driven: false,
             stats: SimStats::default(),
         }
     }
@@ -298,22 +198,23 @@ impl SimFabric {
         ports: PortMap,
     ) -> Self {
         let mut f = Self::with_ports(topo, codec, loss, cfg, ports);
-        for sw in &mut f.switches {
+        for sw in &mut f.net.switches {
             sw.model = SwitchModel::new(f.cfg.capacity);
             sw.gen = f.gens.next();
         }
-        f.driven = true;
+        f.net.driven = true;
         f
     }
 
     /// From now on each directed link drops as `losses` says (a fault schedule's next epoch).
     /// A link whose rate changes draws its next drop afresh.
     pub fn set_losses(&mut self, losses: &[LinkLoss]) {
-        assert_eq!(losses.len(), self.links.len(), "one loss per directed link");
-        for (l, new) in self.links.iter_mut().zip(losses) {
+        let h = &mut self.hosts;
+        assert_eq!(losses.len(), h.links.len(), "one loss per directed link");
+        for (l, new) in h.links.iter_mut().zip(losses) {
             if l.p != new.p {
                 l.p = new.p;
-                l.until_drop = gap(new.p, &mut self.loss_rng);
+                l.until_drop = gap(new.p, &mut h.loss_rng);
             }
             l.flows = new.flows;
         }
@@ -321,7 +222,7 @@ impl SimFabric {
 
     /// Switch `s`'s model, for a driver to write into and read from.
     pub fn switch_mut(&mut self, s: SwitchIx) -> &mut SwitchModel {
-        let sw = &mut self.switches[s as usize];
+        let sw = &mut self.net.switches[s as usize];
         sw.gen = self.gens.next();
         &mut sw.model
     }
@@ -333,17 +234,18 @@ impl SimFabric {
 
     /// The HH digests switch `s` sent since they were last taken.
     pub fn take_reports_of(&mut self, s: SwitchIx) -> Vec<HhReport> {
-        let (mine, rest): (Vec<HhReport>, Vec<HhReport>) = std::mem::take(&mut self.reports)
+        let net = &mut self.net;
+        let (mine, rest): (Vec<HhReport>, Vec<HhReport>) = std::mem::take(&mut net.reports)
             .into_iter()
             .partition(|r| r.switch == s);
-        self.reports = rest;
-        self.reported.retain(|(sw, _)| *sw != s);
+        net.reports = rest;
+        net.reported.retain(|(sw, _)| *sw != s);
         mine
     }
 
     /// Whether switch `s` is down (forwarding nothing).
     pub fn is_down(&self, s: SwitchIx) -> bool {
-        self.switches[s as usize].down
+        self.net.switches[s as usize].down
     }
 
     pub fn topology(&self) -> &Topology {
@@ -352,7 +254,7 @@ impl SimFabric {
 
     /// The switch model of `s` (its tables and registers), for tests.
     pub fn model(&self, s: SwitchIx) -> &SwitchModel {
-        &self.switches[s as usize].model
+        &self.net.switches[s as usize].model
     }
 
     /// Time for every packet in flight to reach its end (longest path, plus flip skew).
@@ -365,9 +267,9 @@ impl SimFabric {
     /// restarted switch comes back: empty meters, no Canary rules, its forwarding and
     /// configuration pushed again.
     pub fn set_switch_down(&mut self, s: SwitchIx, down: bool) {
-        let sw = &mut self.switches[s as usize];
+        let sw = &mut self.net.switches[s as usize];
         sw.gen = self.gens.next();
-        if self.driven {
+        if self.net.driven {
             // A restart: the switch comes back empty; its controller configures it again.
             if sw.down && !down {
                 sw.model.restart();

@@ -41,6 +41,7 @@ use crate::sketch::{ecmp_member, Dsm, HashPipe, Usm};
 use crate::topo::{ForwardingState, Replica};
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde::{Deserialize, Serialize};
+use std::sync::Arc;
 
 /// A meter instance and the tag of the epoch it holds (`None`: never written).
 pub type Instance<'a, M> = (&'a M, Option<u16>);
@@ -150,6 +151,28 @@ impl Forwarding {
     fn is_host_port(&self, port: u32) -> bool {
         self.state.host_ports.contains(&port)
     }
+
+    /// The ECMP member of the longest-prefix route to the flow's destination.
+    fn route(&self, mask: u32, flow: &FlowId, c32: u32) -> Option<u32> {
+        let (group, size) = self.lookup(flow.dst)?;
+        let members = self.groups.get(&group)?;
+        let m = ecmp_member(c32, mask, size) as usize;
+        members.get(m).copied()
+    }
+}
+
+/// A switch's forwarding step ([`SwitchModel::route`]) as it was when taken.
+#[derive(Clone, Debug, Default)]
+pub struct Router {
+    fwd: Arc<Forwarding>,
+    mask: u32,
+}
+
+impl Router {
+    /// [`SwitchModel::route`].
+    pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
+        self.fwd.route(self.mask, flow, c32)
+    }
 }
 
 /// A meter instance and the epoch tag it holds counts of.
@@ -179,7 +202,8 @@ pub struct Counters {
 pub struct SwitchModel {
     config: SwitchConfig,
     capacity: Capacity,
-    fwd: Forwarding,
+    /// Shared with the switch's [`Router`]s; replaced whole, never written in place.
+    fwd: Arc<Forwarding>,
     rules: Rules,
     usm: [Tagged<Usm>; 2],
     dsm: [Tagged<Dsm>; 2],
@@ -201,7 +225,7 @@ impl SwitchModel {
         SwitchModel {
             config: SwitchConfig::default(),
             capacity,
-            fwd: Forwarding::default(),
+            fwd: Arc::default(),
             rules: Rules::default(),
             usm: [usm(), usm()],
             dsm: [dsm(), dsm()],
@@ -223,7 +247,7 @@ impl SwitchModel {
     }
 
     pub fn set_forwarding(&mut self, state: ForwardingState) {
-        self.fwd = Forwarding::new(state);
+        self.fwd = Arc::new(Forwarding::new(state));
     }
 
     pub fn forwarding(&self) -> &ForwardingState {
@@ -365,10 +389,16 @@ impl SwitchModel {
     /// The forwarding step alone: the port a unicast packet of `flow` (CRC-32 `c32`) leaves
     /// by, `None` without a route.
     pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
-        let (group, size) = self.fwd.lookup(flow.dst)?;
-        let members = self.fwd.groups.get(&group)?;
-        let m = ecmp_member(c32, self.config.mask, size) as usize;
-        members.get(m).copied()
+        self.fwd.route(self.config.mask, flow, c32)
+    }
+
+    /// The forwarding step as the tables and configuration are now, apart from the registers
+    /// (so it can be asked while packets are being counted).
+    pub fn router(&self) -> Router {
+        Router {
+            fwd: Arc::clone(&self.fwd),
+            mask: self.config.mask,
+        }
     }
 
     /// Whether `port` faces a host.

@@ -2,6 +2,7 @@ use super::net::{Event, Net};
 use super::wire::{self, Macs};
 use super::*;
 use crate::pathbf::PathBfParams;
+use crate::sketch::FlowHashes;
 use crate::topo::{
     fattree::fattree, yaml, FloodTree, MonitorPlacement, PortMap, Routing, Topology,
 };

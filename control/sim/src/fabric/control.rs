@@ -25,9 +25,9 @@ impl Fabric for SimFabric {
 
     async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
         let mut out = Vec::new();
-        for s in 0..self.switches.len() {
-            let skew = self.rng.random_range(0..=self.cfg.max_flip_skew_ns);
-            let sw = &mut self.switches[s];
+        for s in 0..self.net.switches.len() {
+            let skew = self.hosts.rng.random_range(0..=self.cfg.max_flip_skew_ns);
+            let sw = &mut self.net.switches[s];
             if !sw.model.config().monitor {
                 continue;
             }
@@ -45,7 +45,7 @@ impl Fabric for SimFabric {
 
     async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
         let mut out = Vec::new();
-        for (s, sw) in self.switches.iter_mut().enumerate() {
+        for (s, sw) in self.net.switches.iter_mut().enumerate() {
             if !sw.model.config().monitor {
                 continue;
             }
@@ -72,7 +72,7 @@ impl Fabric for SimFabric {
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
         let mut failed = Vec::new();
         for op in ops {
-            let sw = &mut self.switches[op.switch() as usize];
+            let sw = &mut self.net.switches[op.switch() as usize];
             if sw.down {
                 failed.push((op.clone(), switch_down()));
                 continue;
@@ -86,7 +86,7 @@ impl Fabric for SimFabric {
     }
 
     async fn take_reports(&mut self) -> Vec<HhReport> {
-        self.reported.clear();
-        std::mem::take(&mut self.reports)
+        self.net.reported.clear();
+        std::mem::take(&mut self.net.reports)
     }
 }

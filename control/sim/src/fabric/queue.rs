@@ -111,7 +111,7 @@ impl EventQueue {
                 self.full |= 1 << (to - 1);
             }
         }
-        self.buckets[0].sort_unstable_by(|a, b| b.1.cmp(&a.1));
+        self.buckets[0].sort_unstable_by_key(|e| std::cmp::Reverse(e.1));
         // Keep the allocation for the next events of this bucket.
         moving.clear();
         self.buckets[b] = moving;

@@ -3,7 +3,9 @@ use canary_core::fabric::Fabric;
 use canary_core::model::net::{Event, Net};
 use canary_core::model::wire::{self, Macs};
 use canary_core::pathbf::PathBfParams;
+use canary_core::sketch::FlowHashes;
 use canary_core::topo::{fattree::fattree, MonitorPlacement, Segments};
+use canary_core::FlowId;
 use std::collections::HashSet;
 
 fn fabric(k: u32) -> SimFabric {
@@ -22,7 +24,7 @@ fn flows_take_the_path_the_models_forward_their_frames_on() {
     let sim = fabric(4);
     let topo = sim.topo.clone();
     let ports = sim.ports.clone();
-    let models: Vec<SwitchModel> = sim.switches.iter().map(|s| s.model.clone()).collect();
+    let models: Vec<SwitchModel> = sim.net.switches.iter().map(|s| s.model.clone()).collect();
     let mut net = Net::new(&topo, &ports, models);
     let macs = Macs {
         dst: [2, 0, 0, 0, 0, 2],
@@ -79,8 +81,8 @@ fn ipv6_flows_are_routed_and_counted() {
         sim.set_epoch(0).await;
         sim.wait(Duration::from_millis(20)).await;
     });
-    let v6 = sim.flows.iter().filter(|f| !f.id.is_v4()).count();
-    let v4 = sim.flows.iter().filter(|f| f.id.is_v4()).count();
+    let v6 = sim.hosts.flows.iter().filter(|f| !f.id.is_v4()).count();
+    let v4 = sim.hosts.flows.iter().filter(|f| f.id.is_v4()).count();
     assert!(v6 > 100 && v4 > 100, "{v4} IPv4 and {v6} IPv6 flows");
     assert_eq!(sim.stats.unroutable, 0);
     assert_eq!(sim.stats.dropped, 0);

@@ -1,0 +1,307 @@
+//! The hosts' side of the fabric: flows opening on idle slots and sending their packets in
+//! bursts, in time order, and each packet's way along its path as far as the links let it
+//! (loss, a switch that is down, the end of the time asked for). What the switches count of
+//! the packets is the other side's business ([`super::switches`]): nothing here depends on it,
+//! so the two sides can run at once, this one a batch of packets ahead.
+
+use super::batch::{Batch, Walk};
+use super::queue::{Event, EventQueue};
+use super::switches::FlowView;
+use super::{gap, SimConfig, SimStats};
+use canary_core::fault::hits_flow;
+use canary_core::model::Router;
+use canary_core::sketch::FlowHashes;
+use canary_core::topo::{LinkIx, PortMap, SwitchIx, Topology};
+use canary_core::FlowId;
+use rand::Rng;
+use rand_chacha::ChaCha8Rng;
+
+/// What the hosts' side needs of the fabric and does not change while time runs.
+#[derive(Clone, Copy)]
+pub(super) struct Fixed<'a> {
+    pub topo: &'a Topology,
+    pub ports: &'a PortMap,
+    pub cfg: &'a SimConfig,
+}
+
+pub(super) struct Flow {
+    pub id: FlowId,
+    pub host: u32,
+    pub slot: u32,
+    /// The switches the flow's packets cross, as the forwarding tables route them.
+    pub path: Vec<SwitchIx>,
+    pub links: Vec<LinkIx>,
+    pub h: FlowHashes,
+    pub remaining: u64,
+    /// Steady-state window, current window (slow start doubles it each RTT), left in this burst.
+    pub burst: u32,
+    pub window: u32,
+    pub burst_left: u32,
+    pub burst_period_ns: u64,
+    pub line_gap_ns: u64,
+    pub burst_start: u64,
+    pub in_flight: u32,
+    pub live: bool,
+}
+
+/// A packet on its way: its flow, the hop it is at and when it gets there; `parked`: where the
+/// switches' side keeps its shim while it waits (see [`Walk::park`]).
+#[derive(Clone, Copy)]
+pub(super) struct Packet {
+    pub flow: u32,
+    pub hop: u8,
+    pub t: u64,
+    pub parked: u32,
+}
+
+/// Per-link Bernoulli loss, drawn as geometric gaps between drops (one draw per drop), on the
+/// packets of the share `flows` of flows ([`hits_flow`]).
+pub(super) struct LinkDrops {
+    pub p: f64,
+    pub flows: f64,
+    pub until_drop: u64,
+}
+
+pub(super) struct Hosts {
+    pub flows: Vec<Flow>,
+    pub free: Vec<u32>,
+    /// Flows' next packets and idle slots' next flows.
+    pub queue: EventQueue,
+    /// Packets whose next hop lies beyond the time run so far, in the order they left.
+    pub pending: Vec<Packet>,
+    pub links: Vec<LinkDrops>,
+    /// The switches' forwarding steps and whether they are down, as of the start of this run.
+    pub routers: Vec<Router>,
+    pub down: Vec<bool>,
+    pub port_seq: u32,
+    pub rng: ChaCha8Rng,
+    pub loss_rng: ChaCha8Rng,
+    /// Packets parked in this run (the next one's index on the switches' side).
+    pub parks: u32,
+    /// All counts but the reports (the switches' side counts those).
+    pub stats: SimStats,
+}
+
+impl Hosts {
+    /// The path the forwarding tables give `id` from host `host`'s switch, and its links;
+    /// `None` if a switch has no route.
+    pub fn route(
+        &self,
+        fx: Fixed,
+        host: u32,
+        id: &FlowId,
+        h: FlowHashes,
+    ) -> Option<(Vec<SwitchIx>, Vec<LinkIx>)> {
+        let max_hops = 4 * (fx.topo.top_layer() as usize + 1);
+        let mut s = fx.topo.hosts[host as usize].switch;
+        let mut path = vec![s];
+        let mut links = Vec::new();
+        loop {
+            let port = self.routers[s as usize].route(id, h.c32)?;
+            let ports = fx.ports.of(s);
+            if ports.host(port).is_some() {
+                return Some((path, links));
+            }
+            let next = ports.neighbor(port)?;
+            links.push(fx.topo.link(s, next)?);
+            path.push(next);
+            s = next;
+            if path.len() > max_hops {
+                return None;
+            }
+        }
+    }
+
+    /// Adds flow `flow` (slot reused if one is free), announcing it to the switches' side.
+    pub fn add_flow(&mut self, flow: Flow, batch: &mut Batch) -> u32 {
+        let view = FlowView::new(flow.id, flow.h, &flow.path);
+        let ix = match self.free.pop() {
+            Some(i) => {
+                self.flows[i as usize] = flow;
+                i
+            }
+            None => {
+                self.flows.push(flow);
+                (self.flows.len() - 1) as u32
+            }
+        };
+        batch.open(ix, view);
+        ix
+    }
+
+    /// Runs events up to `until` (ns) into `batch` until it holds `max` walks or none is left;
+    /// first the packets pending from the last run (`resume`), if asked.
+    pub fn run(&mut self, fx: Fixed, until: u64, resume: bool, batch: &mut Batch, max: usize) {
+        if resume {
+            for mut p in std::mem::take(&mut self.pending) {
+                let parked = p.parked;
+                self.walk(fx, &mut p, until, Some(parked), batch);
+            }
+        }
+        while batch.walks() < max {
+            let Some((t, event)) = self.queue.pop_until(until) else {
+                break;
+            };
+            match event {
+                Event::Open { host, slot } => self.open_flow(fx, host, slot, t, batch),
+                Event::Send(fi) => self.send(fx, fi, t, until, batch),
+            }
+        }
+    }
+
+    fn open_flow(&mut self, fx: Fixed, host: u32, slot: u32, t: u64, batch: &mut Batch) {
+        let (topo, cfg) = (fx.topo, fx.cfg);
+        let hosts = topo.hosts.len() as u32;
+        let src_sw = topo.hosts[host as usize].switch;
+        let dst = loop {
+            let d = self.rng.random_range(0..hosts);
+            if topo.hosts[d as usize].switch != src_sw {
+                break d;
+            }
+        };
+        self.port_seq = self.port_seq.wrapping_add(1);
+        let (src_h, dst_h) = (&topo.hosts[host as usize], &topo.hosts[dst as usize]);
+        let v6 = cfg.ipv6_share > 0.0 && self.rng.random_bool(cfg.ipv6_share.min(1.0));
+        let sport = 1024 + (self.port_seq % 64_000) as u16;
+        let dport = self.rng.random_range(1024..u16::MAX);
+        let id = if v6 {
+            FlowId::v6(src_h.addr6, dst_h.addr6, 6, sport, dport)
+        } else {
+            FlowId::v4(src_h.addr, dst_h.addr, 6, sport, dport)
+        };
+        let h = FlowHashes::of(&id);
+        let shape = cfg.traffic.draw(cfg.traffic.class(slot), &mut self.rng);
+        let Some((path, links)) = self.route(fx, host, &id, h) else {
+            self.stats.unroutable += 1;
+            let when = t + cfg.traffic.think(&mut self.rng);
+            self.queue.push(when, Event::Open { host, slot });
+            return;
+        };
+        let flow = Flow {
+            id,
+            host,
+            slot,
+            path,
+            links,
+            h,
+            remaining: shape.packets,
+            burst: shape.burst,
+            window: shape.first_burst,
+            burst_left: shape.first_burst,
+            burst_period_ns: shape.burst_period_ns,
+            line_gap_ns: cfg.traffic.line_gap_ns,
+            burst_start: t,
+            in_flight: 0,
+            live: true,
+        };
+        let ix = self.add_flow(flow, batch);
+        self.stats.flows_started += 1;
+        self.queue.push(t, Event::Send(ix));
+    }
+
+    /// Flow `fi` sends a packet at `t`: the flow schedules its next one (or its slot's next
+    /// flow), and the packet walks as far as `until` gets it.
+    fn send(&mut self, fx: Fixed, fi: u32, t: u64, until: u64, batch: &mut Batch) {
+        self.stats.packets += 1;
+        let f = &mut self.flows[fi as usize];
+        f.in_flight += 1;
+        f.remaining -= 1;
+        f.burst_left -= 1;
+        if f.remaining > 0 {
+            let next = if f.burst_left > 0 {
+                t + f.line_gap_ns
+            } else {
+                f.window = (f.window * 2).min(f.burst);
+                f.burst_left = f.window;
+                f.burst_start += f.burst_period_ns;
+                f.burst_start.max(t + f.line_gap_ns)
+            };
+            self.queue.push(next, Event::Send(fi));
+        } else {
+            let (host, slot) = (f.host, f.slot);
+            let when = t + fx.cfg.traffic.think(&mut self.rng);
+            self.queue.push(when, Event::Open { host, slot });
+        }
+        let mut p = Packet {
+            flow: fi,
+            hop: 0,
+            t,
+            parked: 0,
+        };
+        self.walk(fx, &mut p, until, None, batch);
+    }
+
+    /// Moves a packet along its path until it is delivered or dropped, or its next hop lies
+    /// beyond `until` (it then waits in `pending`), and has the switches' side run the meter
+    /// step at every switch it reached: each switch it arrives at, up and forwarding, counts it,
+    /// whether or not the link after drops it.
+    pub fn walk(
+        &mut self,
+        fx: Fixed,
+        p: &mut Packet,
+        until: u64,
+        resumed: Option<u32>,
+        batch: &mut Batch,
+    ) {
+        let (from, t0) = (p.hop, p.t);
+        let fi = p.flow as usize;
+        let done = loop {
+            if p.t > until {
+                break None;
+            }
+            let f = &self.flows[fi];
+            let hop = p.hop as usize;
+            if self.down[f.path[hop] as usize] {
+                break Some(false);
+            }
+            p.hop += 1;
+            if hop + 1 == f.path.len() {
+                break Some(true);
+            }
+            let link = f.links[hop];
+            let l = &mut self.links[link as usize];
+            if l.flows < 1.0 && !hits_flow(f.h.c32, link, l.flows) {
+                // A flow the fault spares.
+            } else if l.until_drop == 0 {
+                l.until_drop = gap(l.p, &mut self.loss_rng);
+                break Some(false);
+            } else {
+                l.until_drop -= 1;
+            }
+            p.t += fx.cfg.hop_latency_ns;
+        };
+        let park = done.is_none();
+        if p.hop > from || park {
+            batch.walk(Walk {
+                flow: p.flow,
+                t: t0,
+                from,
+                to: p.hop,
+                resumed: resumed.unwrap_or(Walk::FRESH),
+                park,
+            });
+        }
+        match done {
+            Some(delivered) => self.finish(fi, delivered),
+            None => {
+                p.parked = self.parks;
+                self.parks += 1;
+                self.pending.push(*p);
+            }
+        }
+    }
+
+    fn finish(&mut self, fi: usize, delivered: bool) {
+        if delivered {
+            self.stats.delivered += 1;
+        } else {
+            self.stats.dropped += 1;
+        }
+        let f = &mut self.flows[fi];
+        f.in_flight -= 1;
+        if f.remaining == 0 && f.in_flight == 0 {
+            f.live = false;
+            self.free.push(fi as u32);
+        }
+    }
+}

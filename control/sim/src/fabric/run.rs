@@ -1,0 +1,135 @@
+//! Running time: the hosts' side produces batches of jobs (flows opened, packets walked) and
+//! the switches' side carries them out, one batch behind, on another thread when there is one.
+//! Neither side reads what the other writes while they run, and the switches take the jobs in
+//! the order the hosts made them, so the outcome is the same on any number of threads.
+
+use super::batch::Batch;
+use super::hosts::{Fixed, Flow, Packet};
+use super::switches::FlowView;
+use super::{Probe, SimFabric};
+use canary_core::sketch::FlowHashes;
+use canary_core::FlowId;
+
+/// Walks per batch: enough that handing a batch over costs little next to carrying it out,
+/// few enough that the two sides overlap on most of a run.
+const BATCH: usize = 8192;
+
+impl SimFabric {
+    fn fixed(&self) -> Fixed<'_> {
+        Fixed {
+            topo: &self.topo,
+            ports: &self.ports,
+            cfg: &self.cfg,
+        }
+    }
+
+    /// The hosts' side takes the switches' forwarding and state as they are now.
+    fn sync_hosts(&mut self) {
+        for (s, sw) in self.net.switches.iter().enumerate() {
+            self.hosts.routers[s] = sw.model.router();
+            self.hosts.down[s] = sw.down;
+        }
+    }
+
+    /// The whole fabric's counts: the hosts' and the switches' digests.
+    fn sync_stats(&mut self) {
+        self.stats = self.hosts.stats;
+        self.stats.reports = self.net.sent;
+    }
+
+    /// The path the forwarding tables give `id` from host `host`'s switch, and its links;
+    /// `None` if a switch has no route.
+    #[cfg(test)]
+    pub(super) fn route(
+        &self,
+        host: u32,
+        id: &FlowId,
+        h: FlowHashes,
+    ) -> Option<(
+        Vec<canary_core::topo::SwitchIx>,
+        Vec<canary_core::topo::LinkIx>,
+    )> {
+        self.hosts.route(self.fixed(), host, id, h)
+    }
+
+    /// Runs the fabric until time `until` (ns).
+    pub(super) fn advance_to(&mut self, until: u64) {
+        self.sync_hosts();
+        self.net.start_run();
+        self.hosts.parks = 0;
+        let fx = Fixed {
+            topo: &self.topo,
+            ports: &self.ports,
+            cfg: &self.cfg,
+        };
+        let (hosts, net) = (&mut self.hosts, &mut self.net);
+        // The first batch starts with the packets the last run left on their way.
+        let mut cur = Batch::default();
+        hosts.run(fx, until, true, &mut cur, BATCH);
+        let mut next = Batch::default();
+        while !cur.is_empty() {
+            rayon::join(
+                || net.run(&mut cur),
+                || hosts.run(fx, until, false, &mut next, BATCH),
+            );
+            std::mem::swap(&mut cur, &mut next);
+            next.clear();
+        }
+        self.now = until;
+        self.sync_stats();
+    }
+
+    /// One packet of `flow` from host `host`, walked through the fabric at once (the same walk
+    /// every simulated packet takes): the switches it crossed, whether it arrived, and the HH
+    /// reports it caused (as the fabric hands them to the controller). For tests that hold the
+    /// simulator to real switches packet by packet; links keep their loss.
+    pub fn probe(&mut self, host: u32, flow: FlowId) -> Probe {
+        self.sync_hosts();
+        let h = FlowHashes::of(&flow);
+        let Some((path, links)) = self.hosts.route(self.fixed(), host, &flow, h) else {
+            return Probe::default();
+        };
+        let f = Flow {
+            id: flow,
+            host,
+            slot: 0,
+            path: path.clone(),
+            links,
+            h,
+            remaining: 0,
+            burst: 1,
+            window: 1,
+            burst_left: 0,
+            burst_period_ns: 0,
+            line_gap_ns: 0,
+            burst_start: self.now,
+            in_flight: 1,
+            live: true,
+        };
+        // Always a new slot, as a probe's flow is not one a host keeps.
+        let fi = self.hosts.flows.len() as u32;
+        self.hosts.flows.push(f);
+        let mut batch = Batch::default();
+        batch.open(fi, FlowView::new(flow, h, &path));
+        let before = (self.net.reports.len(), self.hosts.stats.delivered);
+        let mut p = Packet {
+            flow: fi,
+            hop: 0,
+            t: self.now,
+            parked: 0,
+        };
+        let fx = Fixed {
+            topo: &self.topo,
+            ports: &self.ports,
+            cfg: &self.cfg,
+        };
+        self.hosts.walk(fx, &mut p, u64::MAX, None, &mut batch);
+        self.net.run(&mut batch);
+        self.sync_stats();
+        Probe {
+            path,
+            delivered: self.hosts.stats.delivered > before.1,
+            reports: self.net.reports[before.0..].to_vec(),
+        }
+    }
+}
