@@ -1,14 +1,16 @@
 //! Running time: the hosts' side produces batches of jobs (flows opened, packets walked) and
-//! the switches' side carries them out, one batch behind, on another thread when there is one.
+//! the switches' side carries them out, behind it, on a second thread when there is more than a
+//! batch of work and rayon's thread count (`RAYON_NUM_THREADS`) is at least 2.
 //! Neither side reads what the other writes while they run, and the switches take the jobs in
 //! the order the hosts made them, so the outcome is the same on any number of threads.
 
 use super::batch::Batch;
-use super::hosts::{Fixed, Flow, Packet};
-use super::switches::FlowView;
+use super::hosts::{Fixed, Flow, Hosts, Packet};
+use super::switches::{FlowView, Switches};
 use super::{Probe, SimFabric};
 use canary_core::sketch::FlowHashes;
 use canary_core::FlowId;
+use std::sync::mpsc;
 
 /// Walks per batch: enough that handing a batch over costs little next to carrying it out,
 /// few enough that the two sides overlap on most of a run.
@@ -64,16 +66,20 @@ impl SimFabric {
         };
         let (hosts, net) = (&mut self.hosts, &mut self.net);
         // The first batch starts with the packets the last run left on their way.
-        let mut cur = Batch::default();
-        hosts.run(fx, until, true, &mut cur, BATCH);
-        let mut next = Batch::default();
-        while !cur.is_empty() {
-            rayon::join(
-                || net.run(&mut cur),
-                || hosts.run(fx, until, false, &mut next, BATCH),
-            );
-            std::mem::swap(&mut cur, &mut next);
-            next.clear();
+        let mut first = Batch::default();
+        hosts.run(fx, until, true, &mut first, BATCH);
+        if first.walks() < BATCH || rayon::current_num_threads() < 2 {
+            // Little to do, or one thread asked for: one side after the other.
+            let mut b = first;
+            while !b.is_empty() {
+                net.run(&mut b);
+                b.clear();
+                hosts.run(fx, until, false, &mut b, BATCH);
+            }
+        } else {
+            in_two_threads(first, hosts, net, |hosts, b| {
+                hosts.run(fx, until, false, b, BATCH)
+            });
         }
         self.now = until;
         self.sync_stats();
@@ -132,4 +138,37 @@ impl SimFabric {
             reports: self.net.reports[before.0..].to_vec(),
         }
     }
+}
+
+/// The switches' side on a thread of its own, the hosts' side filling the next batches
+/// meanwhile (at most two ahead). A plain thread and blocking channels rather than the rayon
+/// pool: a rayon thread waiting for its other half takes on other work, and callers run the
+/// simulator from inside a Tokio runtime on rayon threads (one seed per thread), where taking
+/// on another seed's runtime panics.
+fn in_two_threads(
+    first: Batch,
+    hosts: &mut Hosts,
+    net: &mut Switches,
+    mut fill: impl FnMut(&mut Hosts, &mut Batch),
+) {
+    std::thread::scope(|scope| {
+        let (to_net, batches) = mpsc::sync_channel::<Batch>(2);
+        let (give_back, spares) = mpsc::channel::<Batch>();
+        scope.spawn(move || {
+            for mut b in batches {
+                net.run(&mut b);
+                b.clear();
+                // The hosts' side may have finished and gone: the batch is not needed then.
+                let _ = give_back.send(b);
+            }
+        });
+        let mut b = first;
+        while !b.is_empty() {
+            to_net
+                .send(b)
+                .expect("the switches' side takes batches until told to stop");
+            b = spares.try_recv().unwrap_or_default();
+            fill(hosts, &mut b);
+        }
+    });
 }
