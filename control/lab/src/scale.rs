@@ -15,7 +15,7 @@
 use anyhow::{bail, Context, Result};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
-use canary_core::detect::{minus_meters, observations};
+use canary_core::detect::minus_meters;
 use canary_core::fault::{active_links, background, link_losses, Fault};
 use canary_core::localize::{Canary, CanaryParams, Localizer};
 use canary_core::schedule::{EvidenceAge, LastShown, WatchBudget, WatchPlan};
@@ -94,6 +94,8 @@ pub struct ScaleEpoch {
     pub evidence: EvidenceAge,
     pub blamed: Vec<LinkIx>,
     pub score: Score,
+    /// Minus meters alone, then with the evidence update and success probabilities.
+    pub minus_meters_ms: f64,
     pub detect_ms: f64,
     pub localize_ms: f64,
     /// Minus meters + evidence + success probabilities + Canary.
@@ -180,11 +182,11 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
 
         let t = Instant::now();
         let det = minus_meters(segments, codec, &synth.snapshots);
-        shown.record(e, &det.segments);
-        let obs = observations(segments, &shown.totals(), 1);
+        let minus_meters_ms = t.elapsed().as_secs_f64() * 1e3;
+        let obs = shown.observe(e, &det.segments, segments, 1);
         let detect_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let verdict = canary.localize(topo, &obs);
+        let verdict = canary.localize(topo, obs);
         let localize_ms = t.elapsed().as_secs_f64() * 1e3;
 
         let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
@@ -201,6 +203,7 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
             evidence: shown.ages(e),
             score: Score::of(&blamed, &active_links(&faults, e), topo.links.len()),
             blamed,
+            minus_meters_ms,
             detect_ms,
             localize_ms,
             epoch_ms: detect_ms + localize_ms,

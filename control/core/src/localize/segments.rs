@@ -9,7 +9,7 @@ use super::{BlamedLink, Localizer, Verdict};
 use crate::detect::Observations;
 use crate::topo::{LinkIx, Topology};
 use rayon::prelude::*;
-use std::collections::BTreeMap;
+use std::collections::HashMap;
 
 /// Canary: multi-stage CD (Sec. III-F).
 #[derive(Clone, Debug, Default)]
@@ -24,52 +24,62 @@ pub struct CdOnSegments {
     pub params: CanaryParams,
 }
 
-/// Sub-problems with a lossy segment, with the local→global link map of each.
-pub fn build(obs: &Observations) -> Vec<(SubProblem, Vec<LinkIx>)> {
-    let mut by_sub: BTreeMap<u32, Vec<usize>> = BTreeMap::new();
+/// Sub-problems with a lossy segment, in sub-problem order, and the local→global link map of
+/// each.
+pub fn build(obs: &Observations) -> (Vec<SubProblem>, Vec<Vec<LinkIx>>) {
+    let subs = obs
+        .segments
+        .iter()
+        .map(|s| s.subproblem as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let mut by_sub: Vec<Vec<usize>> = vec![Vec::new(); subs];
     // A segment the n′ filter set aside is neither evidence of loss nor of health: taken as
     // loss-free it would clear its links, hiding a faint fault whose other segment it is.
     for (i, s) in obs.segments.iter().enumerate() {
         if !s.set_aside() {
-            by_sub.entry(s.subproblem).or_default().push(i);
+            by_sub[s.subproblem as usize].push(i);
         }
     }
+    // Sub-problems are built in parallel (at k = 48 they hold 2 M segments between them).
     by_sub
-        .into_values()
+        .into_par_iter()
         .filter(|idx| idx.iter().any(|&i| obs.segments[i].success < 1.0))
-        .map(|idx| could_show_the_loss(obs, idx))
-        .map(|idx| {
-            let mut local: BTreeMap<LinkIx, u32> = BTreeMap::new();
-            for &i in &idx {
-                for &l in &obs.segments[i].links {
-                    let n = local.len() as u32;
-                    local.entry(l).or_insert(n);
-                }
+        .map(|idx| one_subproblem(obs, could_show_the_loss(obs, idx)))
+        .unzip()
+}
+
+/// Local link ids in the order the segments first name them.
+fn one_subproblem(obs: &Observations, idx: Vec<usize>) -> (SubProblem, Vec<LinkIx>) {
+    let mut local: HashMap<LinkIx, u32> = HashMap::new();
+    let mut global: Vec<LinkIx> = Vec::new();
+    let segments = idx
+        .iter()
+        .map(|&i| {
+            let s = &obs.segments[i];
+            SegmentObs {
+                links: s
+                    .links
+                    .iter()
+                    .map(|&l| {
+                        *local.entry(l).or_insert_with(|| {
+                            global.push(l);
+                            global.len() as u32 - 1
+                        })
+                    })
+                    .collect(),
+                success: s.success,
+                sent: s.sent as f64,
             }
-            let segments = idx
-                .iter()
-                .map(|&i| {
-                    let s = &obs.segments[i];
-                    SegmentObs {
-                        links: s.links.iter().map(|l| local[l]).collect(),
-                        success: s.success,
-                        sent: s.sent as f64,
-                    }
-                })
-                .collect();
-            let mut global = vec![0; local.len()];
-            for (g, l) in local {
-                global[l as usize] = g;
-            }
-            (
-                SubProblem {
-                    n_links: global.len(),
-                    segments,
-                },
-                global,
-            )
         })
-        .collect()
+        .collect();
+    (
+        SubProblem {
+            n_links: global.len(),
+            segments,
+        },
+        global,
+    )
 }
 
 /// The segments of one sub-problem that take part: every lossy one, and every loss-free one
@@ -96,10 +106,10 @@ fn could_show_the_loss(obs: &Observations, idx: Vec<usize>) -> Vec<usize> {
 }
 
 /// Merges per-sub-problem diagnoses into one verdict on global links.
-pub fn merge(parts: &[(SubProblem, Vec<LinkIx>)], diags: &[Diagnosis], stages: usize) -> Verdict {
+pub fn merge(globals: &[Vec<LinkIx>], diags: &[Diagnosis], stages: usize) -> Verdict {
     let mut blamed = Vec::new();
     let mut per_stage = vec![Vec::new(); stages];
-    for ((_, global), d) in parts.iter().zip(diags) {
+    for (global, d) in globals.iter().zip(diags) {
         for b in &d.blamed {
             blamed.push(BlamedLink {
                 link: global[b.link as usize],
@@ -127,10 +137,9 @@ impl Localizer for Canary {
         "canary"
     }
     fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
-        let parts = build(obs);
-        let subs: Vec<SubProblem> = parts.iter().map(|p| p.0.clone()).collect();
+        let (subs, globals) = build(obs);
         let diags = localize_all(&subs, &self.params);
-        merge(&parts, &diags, self.params.groups.len().max(1))
+        merge(&globals, &diags, self.params.groups.len().max(1))
     }
 }
 
@@ -140,12 +149,12 @@ impl Localizer for CdOnSegments {
         "canary-cd1"
     }
     fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
-        let parts = build(obs);
-        let diags: Vec<Diagnosis> = parts
+        let (subs, globals) = build(obs);
+        let diags: Vec<Diagnosis> = subs
             .par_iter()
-            .map(|(s, _)| single_cd(s, &self.params))
+            .map(|s| single_cd(s, &self.params))
             .collect();
-        merge(&parts, &diags, 1)
+        merge(&globals, &diags, 1)
     }
 }
 
@@ -185,17 +194,16 @@ mod tests {
             ],
         };
         assert!(obs.segments[1].set_aside() && !obs.segments[2].set_aside());
-        let parts = build(&obs);
-        assert_eq!(parts.len(), 1);
-        let (sub, global) = &parts[0];
+        let (subs, globals) = build(&obs);
+        assert_eq!(subs.len(), 1);
+        let (sub, global) = (&subs[0], &globals[0]);
         assert_eq!(sub.segments.len(), 2, "the set-aside segment is left out");
         assert!(
             !global.contains(&2),
             "its own links are not in the sub-problem"
         );
         let params = CanaryParams::default();
-        let subs: Vec<SubProblem> = parts.iter().map(|p| p.0.clone()).collect();
-        let v = merge(&parts, &localize_all(&subs, &params), params.groups.len());
+        let v = merge(&globals, &localize_all(&subs, &params), params.groups.len());
         let blamed: Vec<LinkIx> = v.blamed.iter().map(|b| b.link).collect();
         assert_eq!(
             blamed,
