@@ -21,7 +21,8 @@ pub fn command(a: SimulateArgs) -> Result<()> {
             packets_per_segment: p.alpha,
             ..Default::default()
         },
-        dwell: a.dwell,
+        // Synthesized meters count a segment's flows the epoch it is watched.
+        dwell: p.watch_rounds.unwrap_or(1),
         canary: localizer_params(p.groups, a.quantile_groups, p.floor, None),
         ..Default::default()
     };

@@ -63,9 +63,6 @@ pub struct SimulateArgs {
     /// With --synth-meters: buckets per meter row instead of the program's METER_WIDTH.
     #[arg(long, requires = "synth_meters")]
     pub meter_width: Option<usize>,
-    /// With --synth-meters: epochs each round of segments is watched.
-    #[arg(long, default_value_t = 1, requires = "synth_meters")]
-    pub dwell: u32,
 }
 
 impl SimulateArgs {
@@ -104,6 +101,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         mice_per_host: a.mice_per_host,
         ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
+        watch_dwell: p.watch_rounds,
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);
     bar.set_style(

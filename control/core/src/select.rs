@@ -17,7 +17,9 @@
 //! * Adaptive η: an HH rule that brought no report in a whole epoch while its segment stayed
 //!   short halves its η (down to 0, the paper's "random flows" setting). Heavy flows crossing a
 //!   very lossy link reach the downstream HashPipe thinned out and would otherwise never pass
-//!   η, leaving the worst segments unobserved. η returns to its base with the next new rule.
+//!   η, leaving the worst segments unobserved. η returns to its base with the next new rule,
+//!   except when segments are watched in rounds: a segment's next round starts from the η its
+//!   last round ended with.
 //! * Switch memory ([`RuleCapacity`], read from the program): no rule is asked for that a
 //!   switch's table cannot hold. When tables run short, the segments furthest short of α and β
 //!   come first: HH rules are given out, and reports taken, in order of the segment's shortfall
@@ -149,6 +151,12 @@ pub struct FlowSelector {
     /// How short each segment was of α and β at the last epoch (0: not short).
     shortfall: HashMap<SegmentId, f64>,
     full: std::collections::BTreeMap<FullTable, u32>,
+    /// The segments served now, when the switches watch them in rounds
+    /// ([`crate::schedule::WatchPlan`]); `None`: all.
+    watching: Option<HashSet<SegmentId>>,
+    /// The η an HH rule had come down to when its round ended, for the segment's next round
+    /// (adaptive η takes several epochs to reach the flows through a very lossy link).
+    eta_when_left: HashMap<SegmentId, u32>,
     pub stats: SelectionStats,
 }
 
@@ -175,8 +183,21 @@ impl FlowSelector {
             usage: HashMap::new(),
             shortfall: HashMap::new(),
             full: Default::default(),
+            watching: None,
+            eta_when_left: HashMap::new(),
             stats: SelectionStats::default(),
         }
+    }
+
+    /// Serves only `segments` from the next [`FlowSelector::on_epoch`] on (`None`: all): the
+    /// flows of any other segment are retired and its HH rule removed, so a switch's meters
+    /// count one round of segments at a time.
+    pub fn set_watching(&mut self, segments: Option<&[SegmentId]>) {
+        self.watching = segments.map(|s| s.iter().copied().collect());
+    }
+
+    fn watched(&self, segment: SegmentId) -> bool {
+        self.watching.as_ref().is_none_or(|w| w.contains(&segment))
     }
 
     /// From now on, never asks a switch for more rules than `capacity`.
@@ -481,12 +502,17 @@ impl FlowSelector {
         segments: &Segments,
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
-        let mut ops = Vec::new();
+        let mut ops = self.unwatched_hh_rules(segments, codec);
         let seen: HashSet<(FlowId, SegmentId)> =
             det.entries.iter().map(|e| (e.flow, e.segment)).collect();
         let mut retired = Vec::new();
+        let watching = self.watching.take();
+        let is_watched = |s: SegmentId| watching.as_ref().is_none_or(|w| w.contains(&s));
         for (&key, m) in self.flows.iter_mut() {
-            if seen.contains(&key) {
+            if !is_watched(key.1) {
+                // Its round is over: its rules make room for the next round's flows.
+                retired.push(key);
+            } else if seen.contains(&key) {
                 m.idle_epochs = 0;
             } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
                 m.idle_epochs += 1;
@@ -495,6 +521,7 @@ impl FlowSelector {
                 }
             }
         }
+        self.watching = watching;
         retired.sort_unstable();
         for key in retired {
             let m = self.flows.remove(&key).expect("listed above");
@@ -525,7 +552,7 @@ impl FlowSelector {
         self.shortfall.clear();
         let mut order: Vec<(f64, usize)> = Vec::new();
         for (i, seg) in segments.list.iter().enumerate() {
-            if !answered.contains(&seg.downstream()) {
+            if !answered.contains(&seg.downstream()) || !self.watched(i as SegmentId) {
                 continue;
             }
             let c = det
@@ -565,7 +592,7 @@ impl FlowSelector {
                     continue;
                 }
                 self.used(seg.downstream(), HH, 1);
-                let eta = self.params.eta;
+                let eta = self.eta_when_left.remove(&id).unwrap_or(self.params.eta);
                 self.hh.insert(
                     id,
                     HhRule {
@@ -583,6 +610,31 @@ impl FlowSelector {
             }
         }
         ops
+    }
+
+    /// Removes the HH rules of segments not watched now.
+    fn unwatched_hh_rules(&mut self, segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
+        let mut gone: Vec<SegmentId> = self
+            .hh
+            .keys()
+            .copied()
+            .filter(|&s| !self.watched(s))
+            .collect();
+        gone.sort_unstable();
+        gone.into_iter()
+            .map(|seg| {
+                if let Some(rule) = self.hh.remove(&seg) {
+                    self.eta_when_left.insert(seg, rule.eta);
+                }
+                let switch = segments.get(seg).downstream();
+                self.used(switch, HH, -1);
+                self.stats.hh_rules_removed += 1;
+                RuleOp::RemoveHh {
+                    switch,
+                    path_bf: codec.segment_bf[seg as usize],
+                }
+            })
+            .collect()
     }
 
     /// Forgets everything about a switch's rules (it restarted): flows counted there are

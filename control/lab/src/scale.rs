@@ -45,6 +45,9 @@ pub struct ScaleOptions {
     /// Epochs each round of the watch plan lasts.
     pub dwell: u32,
     pub canary: CanaryParams,
+    /// Localize before every round has had its turn (the controller does not: a lossy
+    /// segment's neighbours may not be counted yet).
+    pub blame_in_first_sweep: bool,
 }
 
 impl Default for ScaleOptions {
@@ -59,6 +62,7 @@ impl Default for ScaleOptions {
             synth: SynthConfig::default(),
             dwell: 1,
             canary: CanaryParams::default(),
+            blame_in_first_sweep: false,
         }
     }
 }
@@ -186,7 +190,11 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
         let obs = shown.observe(e, &det.segments, segments, 1);
         let detect_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let verdict = canary.localize(topo, obs);
+        let verdict = if opts.blame_in_first_sweep || e + 1 >= plan.period() {
+            canary.localize(topo, obs)
+        } else {
+            Default::default()
+        };
         let localize_ms = t.elapsed().as_secs_f64() * 1e3;
 
         let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
