@@ -157,6 +157,9 @@ pub struct FlowSelector {
     /// The η an HH rule had come down to when its round ended, for the segment's next round
     /// (adaptive η takes several epochs to reach the flows through a very lossy link).
     eta_when_left: HashMap<SegmentId, u32>,
+    /// Flows a segment had when its round ended (flow, pathBF), installed again when its next
+    /// round begins: finding flows through HH reports takes an epoch a round cannot spare.
+    parked: HashMap<SegmentId, Vec<(FlowId, u32)>>,
     pub stats: SelectionStats,
 }
 
@@ -185,6 +188,7 @@ impl FlowSelector {
             full: Default::default(),
             watching: None,
             eta_when_left: HashMap::new(),
+            parked: HashMap::new(),
             stats: SelectionStats::default(),
         }
     }
@@ -506,12 +510,14 @@ impl FlowSelector {
         let seen: HashSet<(FlowId, SegmentId)> =
             det.entries.iter().map(|e| (e.flow, e.segment)).collect();
         let mut retired = Vec::new();
+        let mut round_over = Vec::new();
         let watching = self.watching.take();
         let is_watched = |s: SegmentId| watching.as_ref().is_none_or(|w| w.contains(&s));
         for (&key, m) in self.flows.iter_mut() {
             if !is_watched(key.1) {
                 // Its round is over: its rules make room for the next round's flows.
                 retired.push(key);
+                round_over.push((key.1, key.0, m.path_bf));
             } else if seen.contains(&key) {
                 m.idle_epochs = 0;
             } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
@@ -544,6 +550,14 @@ impl FlowSelector {
                 .expect("counted on insert") -= 1;
             self.stats.flows_retired += 1;
         }
+        round_over.sort_unstable();
+        for (seg, flow, path_bf) in round_over {
+            let parked = self.parked.entry(seg).or_default();
+            if parked.len() < self.params.beta as usize {
+                parked.push((flow, path_bf));
+            }
+        }
+        ops.extend(self.unpark(segments));
         // How short every answered segment is; the furthest short are served first.
         let (alpha, beta) = (
             self.params.alpha.max(1) as f64,
@@ -607,6 +621,59 @@ impl FlowSelector {
                     eta,
                 });
                 self.stats.hh_rules_installed += 1;
+            }
+        }
+        ops
+    }
+
+    /// Installs again the parked flows of the segments watched now (DSM before USM).
+    fn unpark(&mut self, segments: &Segments) -> Vec<RuleOp> {
+        let Some(watching) = &self.watching else {
+            return Vec::new();
+        };
+        let mut back: Vec<SegmentId> = watching
+            .iter()
+            .copied()
+            .filter(|s| self.parked.contains_key(s))
+            .collect();
+        back.sort_unstable();
+        let mut ops = Vec::new();
+        for seg in back {
+            let flows = self.parked.remove(&seg).expect("listed");
+            let s = segments.get(seg);
+            for (flow, path_bf) in flows {
+                let new_usm = !self.usm_users.contains_key(&(s.upstream(), flow));
+                if !self.room(s.downstream(), DSM) || (new_usm && !self.room(s.upstream(), USM)) {
+                    self.stats.refused_full += 1;
+                    continue;
+                }
+                ops.push(RuleOp::InstallDsm {
+                    switch: s.downstream(),
+                    flow,
+                    path_bf,
+                });
+                self.used(s.downstream(), DSM, 1);
+                let users = self.usm_users.entry((s.upstream(), flow)).or_default();
+                *users += 1;
+                if *users == 1 {
+                    ops.push(RuleOp::InstallUsm {
+                        switch: s.upstream(),
+                        flow,
+                    });
+                    self.used(s.upstream(), USM, 1);
+                }
+                self.flows.insert(
+                    (flow, seg),
+                    Monitored {
+                        segment: seg,
+                        upstream: s.upstream(),
+                        downstream: s.downstream(),
+                        path_bf,
+                        idle_epochs: 0,
+                    },
+                );
+                *self.per_segment.entry(seg).or_default() += 1;
+                self.stats.flows_added += 1;
             }
         }
         ops

@@ -342,7 +342,8 @@ fn hh_rules_without_reports_halve_eta_down_to_zero() {
 }
 
 /// Watching in rounds: only the round's segments get HH rules; when the round moves on, the
-/// flows and HH rules of the segments it left are removed (USM now, DSM one epoch later).
+/// flows and HH rules of the segments it left are removed (USM now, DSM one epoch later), and
+/// the flows come back with the segment's next round.
 #[test]
 fn a_round_of_segments_gets_rules_and_leaves_room_for_the_next() {
     let (_, s, c, all) = setup();
@@ -413,8 +414,27 @@ fn a_round_of_segments_gets_rules_and_leaves_room_for_the_next() {
         }]
     );
     // Every switch's rule counts are back to what round b holds.
-    for sw in all {
+    for &sw in &all {
         let [usm, dsm, _] = sel.usage(sw);
         assert_eq!((usm, dsm), (0, 0));
     }
+
+    // Round a again: segment 0's flow comes back at once, without waiting for a report.
+    sel.set_watching(Some(&round_a));
+    let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    let dsm = ops.iter().position(|op| {
+        *op == RuleOp::InstallDsm {
+            switch: seg0.downstream(),
+            flow: flow(1),
+            path_bf: c.segment_bf[0],
+        }
+    });
+    let usm = ops.iter().position(|op| {
+        *op == RuleOp::InstallUsm {
+            switch: seg0.upstream(),
+            flow: flow(1),
+        }
+    });
+    assert!(dsm.expect("DSM again") < usm.expect("USM again"));
+    assert_eq!(sel.monitored(), 1);
 }
