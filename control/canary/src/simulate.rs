@@ -63,6 +63,9 @@ pub struct SimulateArgs {
     /// With --synth-meters: buckets per meter row instead of the program's METER_WIDTH.
     #[arg(long, requires = "synth_meters")]
     pub meter_width: Option<usize>,
+    /// With --synth-meters: every fault starts at this epoch.
+    #[arg(long, requires = "synth_meters")]
+    pub faults_from: Option<u64>,
 }
 
 impl SimulateArgs {

@@ -48,6 +48,9 @@ pub struct ScaleOptions {
     /// Localize before every round has had its turn (the controller does not: a lossy
     /// segment's neighbours may not be counted yet).
     pub blame_in_first_sweep: bool,
+    /// Every fault starts at this epoch (`None`: as the fault spec says), to time the detection
+    /// of a fault that begins after the first sweep.
+    pub faults_from: Option<u64>,
 }
 
 impl Default for ScaleOptions {
@@ -63,6 +66,7 @@ impl Default for ScaleOptions {
             dwell: 1,
             canary: CanaryParams::default(),
             blame_in_first_sweep: false,
+            faults_from: None,
         }
     }
 }
@@ -133,7 +137,12 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
     let t = Instant::now();
     let topo = load_topology(&opts.topology, Some(MonitorPlacement::TopAndBottom))?;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
-    let faults = load_faults(&opts.faults, &topo, &mut rng)?;
+    let mut faults = load_faults(&opts.faults, &topo, &mut rng)?;
+    if let Some(from) = opts.faults_from {
+        for f in &mut faults {
+            f.when.from = from;
+        }
+    }
     let bg = background(&topo, opts.noise, &mut rng);
     let prep = prepare(topo, Default::default())?;
     let prepare_s = t.elapsed().as_secs_f64();

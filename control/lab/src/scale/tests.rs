@@ -59,3 +59,25 @@ fn a_healthy_fabric_is_blamed_nothing_over_two_periods() {
         r.epochs
     );
 }
+
+#[test]
+fn a_fault_that_begins_after_the_first_sweep_is_found_within_a_period() {
+    let r = run(
+        &ScaleOptions {
+            topology: "fattree:8".into(),
+            epochs: 9,
+            seed: 3,
+            faults_from: Some(3),
+            ..Default::default()
+        },
+        |_| {},
+    )
+    .unwrap();
+    assert_eq!(r.setup.period, 3);
+    // Healthy until epoch 3: nothing blamed.
+    assert!(r.epochs[..3].iter().all(|e| e.blamed.is_empty()));
+    assert!(!r.faults.is_empty());
+    for f in &r.faults {
+        assert!(f.time_to_detect.is_some_and(|t| t <= 3), "{f:?}");
+    }
+}
