@@ -23,17 +23,6 @@ fn median(mut v: Vec<f64>) -> f64 {
     v[v.len() / 2]
 }
 
-fn peak_rss_mb() -> f64 {
-    std::fs::read_to_string("/proc/self/status")
-        .ok()
-        .and_then(|s| {
-            s.lines()
-                .find_map(|l| l.strip_prefix("VmHWM:"))
-                .and_then(|v| v.trim().trim_end_matches("kB").trim().parse::<f64>().ok())
-        })
-        .map_or(f64::NAN, |kb| kb / 1024.0)
-}
-
 fn main() {
     let k: u32 = std::env::args()
         .skip(1)
@@ -69,7 +58,7 @@ fn main() {
             .map(|e| e.epoch_ms)
             .collect(),
     );
-    let new_peak = peak_rss_mb();
+    let new_peak = scale::peak_rss_mb().unwrap_or(f64::NAN);
     let s = &run.setup;
     println!(
         "new: k = {k}, {} segments, meters {}x{}, {} rounds; {} epochs in {:.0} s; \
@@ -102,7 +91,7 @@ fn main() {
         old.prep.segments.len(),
         epoch.meters.rows,
         epoch.meters.width,
-        peak_rss_mb()
+        scale::peak_rss_mb().unwrap_or(f64::NAN)
     );
     println!("new / old: {:.2}", new_ms / old_ms);
 }

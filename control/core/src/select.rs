@@ -449,37 +449,10 @@ impl FlowSelector {
                 self.stats.reports_ignored += 1;
                 continue;
             }
-            let s = segments.get(seg);
-            let new_usm = !self.usm_users.contains_key(&(s.upstream(), r.flow));
-            if !self.room(s.downstream(), DSM) || (new_usm && !self.room(s.upstream(), USM)) {
-                self.stats.refused_full += 1;
+            if !self.start_monitoring(segments, seg, r.flow, r.path_bf, &mut ops) {
                 continue;
             }
-            let m = Monitored {
-                segment: seg,
-                upstream: s.upstream(),
-                downstream: s.downstream(),
-                path_bf: r.path_bf,
-                idle_epochs: 0,
-            };
-            ops.push(RuleOp::InstallDsm {
-                switch: m.downstream,
-                flow: r.flow,
-                path_bf: m.path_bf,
-            });
-            self.used(m.downstream, DSM, 1);
-            let users = self.usm_users.entry((m.upstream, r.flow)).or_default();
-            *users += 1;
-            if *users == 1 {
-                ops.push(RuleOp::InstallUsm {
-                    switch: m.upstream,
-                    flow: r.flow,
-                });
-                self.used(m.upstream, USM, 1);
-            }
-            self.flows.insert((r.flow, seg), m);
-            *self.per_segment.entry(seg).or_default() += 1;
-            self.stats.flows_added += 1;
+            let s = segments.get(seg);
             let rule = self.hh.get_mut(&seg).expect("checked above");
             rule.remaining -= 1;
             rule.reports += 1;
@@ -639,44 +612,58 @@ impl FlowSelector {
         back.sort_unstable();
         let mut ops = Vec::new();
         for seg in back {
-            let flows = self.parked.remove(&seg).expect("listed");
-            let s = segments.get(seg);
-            for (flow, path_bf) in flows {
-                let new_usm = !self.usm_users.contains_key(&(s.upstream(), flow));
-                if !self.room(s.downstream(), DSM) || (new_usm && !self.room(s.upstream(), USM)) {
-                    self.stats.refused_full += 1;
-                    continue;
-                }
-                ops.push(RuleOp::InstallDsm {
-                    switch: s.downstream(),
-                    flow,
-                    path_bf,
-                });
-                self.used(s.downstream(), DSM, 1);
-                let users = self.usm_users.entry((s.upstream(), flow)).or_default();
-                *users += 1;
-                if *users == 1 {
-                    ops.push(RuleOp::InstallUsm {
-                        switch: s.upstream(),
-                        flow,
-                    });
-                    self.used(s.upstream(), USM, 1);
-                }
-                self.flows.insert(
-                    (flow, seg),
-                    Monitored {
-                        segment: seg,
-                        upstream: s.upstream(),
-                        downstream: s.downstream(),
-                        path_bf,
-                        idle_epochs: 0,
-                    },
-                );
-                *self.per_segment.entry(seg).or_default() += 1;
-                self.stats.flows_added += 1;
+            for (flow, path_bf) in self.parked.remove(&seg).expect("listed") {
+                self.start_monitoring(segments, seg, flow, path_bf, &mut ops);
             }
         }
         ops
+    }
+
+    /// Monitors `flow` on `seg`: its DSM rule, then a USM rule upstream unless another segment's
+    /// flow already has it. False (and counted) when a table is full.
+    fn start_monitoring(
+        &mut self,
+        segments: &Segments,
+        seg: SegmentId,
+        flow: FlowId,
+        path_bf: u32,
+        ops: &mut Vec<RuleOp>,
+    ) -> bool {
+        let s = segments.get(seg);
+        let (upstream, downstream) = (s.upstream(), s.downstream());
+        let new_usm = !self.usm_users.contains_key(&(upstream, flow));
+        if !self.room(downstream, DSM) || (new_usm && !self.room(upstream, USM)) {
+            self.stats.refused_full += 1;
+            return false;
+        }
+        ops.push(RuleOp::InstallDsm {
+            switch: downstream,
+            flow,
+            path_bf,
+        });
+        self.used(downstream, DSM, 1);
+        let users = self.usm_users.entry((upstream, flow)).or_default();
+        *users += 1;
+        if *users == 1 {
+            ops.push(RuleOp::InstallUsm {
+                switch: upstream,
+                flow,
+            });
+            self.used(upstream, USM, 1);
+        }
+        self.flows.insert(
+            (flow, seg),
+            Monitored {
+                segment: seg,
+                upstream,
+                downstream,
+                path_bf,
+                idle_epochs: 0,
+            },
+        );
+        *self.per_segment.entry(seg).or_default() += 1;
+        self.stats.flows_added += 1;
+        true
     }
 
     /// Removes the HH rules of segments not watched now.

@@ -280,7 +280,7 @@ fn pooled(scores: impl Iterator<Item = Score>, links: usize) -> Score {
 }
 
 /// The process's peak resident memory (`VmHWM`), where Linux reports it.
-fn peak_rss_mb() -> Option<f64> {
+pub fn peak_rss_mb() -> Option<f64> {
     let status = std::fs::read_to_string("/proc/self/status").ok()?;
     let kb: f64 = status
         .lines()
