@@ -96,40 +96,6 @@ pub struct SelectionStats {
     pub refused_full: u32,
 }
 
-/// Rules one switch's tables hold (`usm_table`, `dsm_table`, `hh_table`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
-pub struct RuleCapacity {
-    pub usm: usize,
-    pub dsm: usize,
-    pub hh: usize,
-}
-
-impl RuleCapacity {
-    /// No limit.
-    pub const UNLIMITED: RuleCapacity = RuleCapacity {
-        usm: usize::MAX,
-        dsm: usize::MAX,
-        hh: usize::MAX,
-    };
-
-    pub fn of(c: &crate::capacity::Capacity) -> Self {
-        RuleCapacity {
-            usm: c.usm_rules,
-            dsm: c.dsm_rules,
-            hh: c.hh_rules,
-        }
-    }
-}
-
-/// A table that was full when selection wanted a rule in it.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-pub struct FullTable {
-    pub switch: SwitchIx,
-    /// `usm_table`, `dsm_table` or `hh_table`.
-    pub table: &'static str,
-    pub size: usize,
-}
-
 #[derive(Clone, Debug)]
 pub struct FlowSelector {
     params: SelectionParams,
@@ -163,11 +129,6 @@ pub struct FlowSelector {
     pub stats: SelectionStats,
 }
 
-const USM: usize = 0;
-const DSM: usize = 1;
-const HH: usize = 2;
-const TABLES: [&str; 3] = ["usm_table", "dsm_table", "hh_table"];
-
 impl FlowSelector {
     pub fn new(params: SelectionParams) -> Self {
         Self::with_capacity(params, RuleCapacity::UNLIMITED)
@@ -193,77 +154,6 @@ impl FlowSelector {
         }
     }
 
-    /// Serves only `segments` from the next [`FlowSelector::on_epoch`] on (`None`: all): the
-    /// flows of any other segment are retired and its HH rule removed, so a switch's meters
-    /// count one round of segments at a time.
-    pub fn set_watching(&mut self, segments: Option<&[SegmentId]>) {
-        self.watching = segments.map(|s| s.iter().copied().collect());
-    }
-
-    fn watched(&self, segment: SegmentId) -> bool {
-        self.watching.as_ref().is_none_or(|w| w.contains(&segment))
-    }
-
-    /// From now on, never asks a switch for more rules than `capacity`.
-    pub fn set_capacity(&mut self, capacity: RuleCapacity) {
-        self.capacity = capacity;
-    }
-
-    fn cap(&self, table: usize) -> usize {
-        [self.capacity.usm, self.capacity.dsm, self.capacity.hh][table]
-    }
-
-    /// Whether `switch`'s `table` has room for one more rule; notes it full otherwise.
-    fn room(&mut self, switch: SwitchIx, table: usize) -> bool {
-        let used = self.usage.get(&switch).map_or(0, |u| u[table]);
-        let size = self.cap(table);
-        if used < size {
-            return true;
-        }
-        *self
-            .full
-            .entry(FullTable {
-                switch,
-                table: TABLES[table],
-                size,
-            })
-            .or_default() += 1;
-        false
-    }
-
-    fn used(&mut self, switch: SwitchIx, table: usize, delta: isize) {
-        let u = &mut self.usage.entry(switch).or_default()[table];
-        *u = u.checked_add_signed(delta).expect("rule counts stay >= 0");
-    }
-
-    /// Rules per switch and table, as asked for.
-    pub fn usage(&self, switch: SwitchIx) -> [usize; 3] {
-        self.usage.get(&switch).copied().unwrap_or_default()
-    }
-
-    /// Tables that were full since the last call, with how many rules they refused.
-    pub fn take_full(&mut self) -> Vec<(FullTable, u32)> {
-        std::mem::take(&mut self.full).into_iter().collect()
-    }
-
-    /// The rule changes `ops` were applied or given up: keep the per-switch counts (DSM removals
-    /// the controller takes from [`FlowSelector::take_deferred`] count when taken).
-    fn count_ops(&mut self, ops: &[RuleOp]) {
-        for op in ops {
-            let (table, delta) = match op {
-                RuleOp::InstallUsm { .. } => (USM, 1),
-                RuleOp::RemoveUsm { .. } => (USM, -1),
-                RuleOp::InstallDsm { .. } => (DSM, 1),
-                RuleOp::RemoveDsm { .. } => (DSM, -1),
-                RuleOp::InstallHh { .. } => (HH, 0),
-                RuleOp::RemoveHh { .. } => (HH, -1),
-            };
-            if delta != 0 {
-                self.used(op.switch(), table, delta);
-            }
-        }
-    }
-
     pub fn params(&self) -> &SelectionParams {
         &self.params
     }
@@ -275,137 +165,6 @@ impl FlowSelector {
 
     pub fn hh_rules(&self) -> usize {
         self.hh.len()
-    }
-
-    /// Every rule the selector believes is installed on `switch` (to re-push after a restart).
-    pub fn rules_on(
-        &self,
-        switch: SwitchIx,
-        segments: &Segments,
-        codec: &PathBfCodec,
-    ) -> Vec<RuleOp> {
-        let mut ops = Vec::new();
-        for (&(flow, _), m) in &self.flows {
-            if m.downstream == switch {
-                ops.push(RuleOp::InstallDsm {
-                    switch,
-                    flow,
-                    path_bf: m.path_bf,
-                });
-            }
-        }
-        for &(s, flow) in self.usm_users.keys() {
-            if s == switch {
-                ops.push(RuleOp::InstallUsm { switch, flow });
-            }
-        }
-        for (&seg, rule) in &self.hh {
-            if segments.get(seg).downstream() == switch {
-                ops.push(RuleOp::InstallHh {
-                    switch,
-                    path_bf: codec.segment_bf[seg as usize],
-                    eta: rule.eta,
-                });
-            }
-        }
-        ops
-    }
-
-    /// Takes over the rules an earlier controller installed, read back from the switches
-    /// (`rules`: installs). Every DSM rule whose segment's USM rule is there upstream becomes a
-    /// monitored flow; HH rules become active ones. Returns the removals of what makes no
-    /// monitored flow: a DSM rule without its USM rule (the earlier controller died between the
-    /// two), a USM rule no DSM rule uses, an HH rule on no segment.
-    pub fn adopt(
-        &mut self,
-        rules: &[RuleOp],
-        segments: &Segments,
-        codec: &PathBfCodec,
-    ) -> Vec<RuleOp> {
-        let usm: HashSet<(SwitchIx, FlowId)> = rules
-            .iter()
-            .filter_map(|op| match *op {
-                RuleOp::InstallUsm { switch, flow } => Some((switch, flow)),
-                _ => None,
-            })
-            .collect();
-        let mut ops = Vec::new();
-        for op in rules {
-            let RuleOp::InstallDsm {
-                switch,
-                flow,
-                path_bf,
-            } = *op
-            else {
-                continue;
-            };
-            let seg = match codec.decode(switch, path_bf) {
-                Decoded::Segment(seg) if usm.contains(&(segments.get(seg).upstream(), flow)) => seg,
-                _ => {
-                    ops.push(RuleOp::RemoveDsm {
-                        switch,
-                        flow,
-                        path_bf,
-                    });
-                    continue;
-                }
-            };
-            let upstream = segments.get(seg).upstream();
-            self.flows.insert(
-                (flow, seg),
-                Monitored {
-                    segment: seg,
-                    upstream,
-                    downstream: switch,
-                    path_bf,
-                    idle_epochs: 0,
-                },
-            );
-            self.used(switch, DSM, 1);
-            *self.per_segment.entry(seg).or_default() += 1;
-            let users = self.usm_users.entry((upstream, flow)).or_default();
-            *users += 1;
-            if *users == 1 {
-                self.used(upstream, USM, 1);
-            }
-        }
-        let mut unused: Vec<(SwitchIx, FlowId)> = usm
-            .into_iter()
-            .filter(|k| !self.usm_users.contains_key(k))
-            .collect();
-        unused.sort_unstable();
-        ops.extend(
-            unused
-                .into_iter()
-                .map(|(switch, flow)| RuleOp::RemoveUsm { switch, flow }),
-        );
-        for op in rules {
-            let RuleOp::InstallHh {
-                switch,
-                path_bf,
-                eta,
-            } = *op
-            else {
-                continue;
-            };
-            match codec.decode(switch, path_bf) {
-                Decoded::Segment(seg) if codec.segment_bf[seg as usize] == path_bf => {
-                    let have = self.per_segment.get(&seg).copied().unwrap_or(0);
-                    self.hh.insert(
-                        seg,
-                        HhRule {
-                            // How many it had selected before is not on the switch.
-                            remaining: self.params.delta.saturating_sub(have).max(1),
-                            eta,
-                            reports: 0,
-                        },
-                    );
-                    self.used(switch, HH, 1);
-                }
-                _ => ops.push(RuleOp::RemoveHh { switch, path_bf }),
-            }
-        }
-        ops
     }
 
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
@@ -523,99 +282,9 @@ impl FlowSelector {
                 .expect("counted on insert") -= 1;
             self.stats.flows_retired += 1;
         }
-        round_over.sort_unstable();
-        for (seg, flow, path_bf) in round_over {
-            let parked = self.parked.entry(seg).or_default();
-            if parked.len() < self.params.beta as usize {
-                parked.push((flow, path_bf));
-            }
-        }
+        self.park(round_over);
         ops.extend(self.unpark(segments));
-        // How short every answered segment is; the furthest short are served first.
-        let (alpha, beta) = (
-            self.params.alpha.max(1) as f64,
-            self.params.beta.max(1) as f64,
-        );
-        self.shortfall.clear();
-        let mut order: Vec<(f64, usize)> = Vec::new();
-        for (i, seg) in segments.list.iter().enumerate() {
-            if !answered.contains(&seg.downstream()) || !self.watched(i as SegmentId) {
-                continue;
-            }
-            let c = det
-                .segments
-                .get(&(i as SegmentId))
-                .copied()
-                .unwrap_or_default();
-            let by =
-                (1.0 - c.sent as f64 / alpha).max(0.0) + (1.0 - f64::from(c.flows) / beta).max(0.0);
-            self.shortfall.insert(i as SegmentId, by);
-            order.push((by, i));
-        }
-        order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
-        for (_, i) in order {
-            let seg = &segments.list[i];
-            let id = i as SegmentId;
-            let c = det.segments.get(&id).copied().unwrap_or_default();
-            let short = c.sent < self.params.alpha || c.flows < self.params.beta;
-            let path_bf = codec.segment_bf[i];
-            if let Some(rule) = self.hh.get_mut(&id) {
-                if self.params.adaptive_eta && short && rule.reports == 0 && rule.eta > 0 {
-                    rule.eta /= 2;
-                    let eta = rule.eta;
-                    ops.push(RuleOp::InstallHh {
-                        switch: seg.downstream(),
-                        path_bf,
-                        eta,
-                    });
-                }
-                rule.reports = 0;
-                continue;
-            }
-            let have = self.per_segment.get(&id).copied().unwrap_or(0);
-            if short && have < self.params.max_flows_per_segment {
-                if !self.room(seg.downstream(), HH) {
-                    self.stats.refused_full += 1;
-                    continue;
-                }
-                self.used(seg.downstream(), HH, 1);
-                let eta = self.eta_when_left.remove(&id).unwrap_or(self.params.eta);
-                self.hh.insert(
-                    id,
-                    HhRule {
-                        remaining: self.params.delta,
-                        eta,
-                        reports: 0,
-                    },
-                );
-                ops.push(RuleOp::InstallHh {
-                    switch: seg.downstream(),
-                    path_bf,
-                    eta,
-                });
-                self.stats.hh_rules_installed += 1;
-            }
-        }
-        ops
-    }
-
-    /// Installs again the parked flows of the segments watched now (DSM before USM).
-    fn unpark(&mut self, segments: &Segments) -> Vec<RuleOp> {
-        let Some(watching) = &self.watching else {
-            return Vec::new();
-        };
-        let mut back: Vec<SegmentId> = watching
-            .iter()
-            .copied()
-            .filter(|s| self.parked.contains_key(s))
-            .collect();
-        back.sort_unstable();
-        let mut ops = Vec::new();
-        for seg in back {
-            for (flow, path_bf) in self.parked.remove(&seg).expect("listed") {
-                self.start_monitoring(segments, seg, flow, path_bf, &mut ops);
-            }
-        }
+        self.ask_where_short(det, answered, segments, codec, &mut ops);
         ops
     }
 
@@ -666,73 +335,6 @@ impl FlowSelector {
         true
     }
 
-    /// Removes the HH rules of segments not watched now.
-    fn unwatched_hh_rules(&mut self, segments: &Segments, codec: &PathBfCodec) -> Vec<RuleOp> {
-        let mut gone: Vec<SegmentId> = self
-            .hh
-            .keys()
-            .copied()
-            .filter(|&s| !self.watched(s))
-            .collect();
-        gone.sort_unstable();
-        gone.into_iter()
-            .map(|seg| {
-                if let Some(rule) = self.hh.remove(&seg) {
-                    self.eta_when_left.insert(seg, rule.eta);
-                }
-                let switch = segments.get(seg).downstream();
-                self.used(switch, HH, -1);
-                self.stats.hh_rules_removed += 1;
-                RuleOp::RemoveHh {
-                    switch,
-                    path_bf: codec.segment_bf[seg as usize],
-                }
-            })
-            .collect()
-    }
-
-    /// Forgets everything about a switch's rules (it restarted): flows counted there are
-    /// dropped (their rules elsewhere removed) and HH rules there are forgotten, so the next
-    /// epoch asks again.
-    pub fn forget_switch(&mut self, switch: SwitchIx, segments: &Segments) -> Vec<RuleOp> {
-        let mut ops = Vec::new();
-        let gone: Vec<(FlowId, SegmentId)> = self
-            .flows
-            .iter()
-            .filter(|(_, m)| m.upstream == switch || m.downstream == switch)
-            .map(|(&k, _)| k)
-            .collect();
-        for key in gone {
-            let m = self.flows.remove(&key).expect("listed");
-            let flow = key.0;
-            if self.release_usm(m.upstream, flow) {
-                self.used(m.upstream, USM, -1);
-                if m.upstream != switch {
-                    ops.push(RuleOp::RemoveUsm {
-                        switch: m.upstream,
-                        flow,
-                    });
-                }
-            }
-            if m.downstream != switch {
-                self.deferred.push(RuleOp::RemoveDsm {
-                    switch: m.downstream,
-                    flow,
-                    path_bf: m.path_bf,
-                });
-            } else {
-                self.used(switch, DSM, -1);
-            }
-            *self.per_segment.get_mut(&m.segment).expect("counted") -= 1;
-        }
-        self.hh
-            .retain(|&seg, _| segments.get(seg).downstream() != switch);
-        if let Some(u) = self.usage.get_mut(&switch) {
-            u[HH] = 0;
-        }
-        ops
-    }
-
     /// One monitored segment less for the USM rule (switch, flow); true when it was the last
     /// and the rule should go.
     fn release_usm(&mut self, switch: SwitchIx, flow: FlowId) -> bool {
@@ -749,5 +351,12 @@ impl FlowSelector {
     }
 }
 
+mod ask;
+mod capacity;
+mod recovery;
+mod rounds;
 #[cfg(test)]
 mod tests;
+
+pub use capacity::{FullTable, RuleCapacity};
+use capacity::{DSM, HH, USM};
