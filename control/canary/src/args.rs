@@ -36,6 +36,12 @@ pub struct PipelineArgs {
     /// n′: epochs of the window a segment must lose packets in to count as lossy.
     #[arg(long, default_value_t = 1)]
     pub min_lossy_epochs: u32,
+    /// When the switches' meters cannot count β flows of every segment at once, watch the
+    /// segments in rounds of this many epochs (3 or more lets flow selection fill a round:
+    /// an epoch for HH reports, then counting), localizing from each segment's latest watch.
+    /// Unset: every segment every epoch.
+    #[arg(long, value_name = "EPOCHS", value_parser = clap::value_parser!(u32).range(1..))]
+    pub watch_rounds: Option<u32>,
     #[command(flatten)]
     pub decision: DecisionArgs,
 }

@@ -6,6 +6,7 @@ mod eval;
 mod overhead;
 mod role_gateway;
 mod run;
+mod scale;
 mod simulate;
 
 use anyhow::Result;

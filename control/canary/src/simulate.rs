@@ -13,22 +13,22 @@ use std::time::Duration;
 pub struct SimulateArgs {
     /// `fattree:K` or a YAML topology file.
     #[arg(long, default_value = "fattree:4")]
-    topology: String,
+    pub topology: String,
     /// A YAML fault file, `random:P%` (P% of undirected links, the paper's loss mix), or `none`.
     #[arg(long, default_value = "random:10%")]
-    faults: String,
+    pub faults: String,
     #[arg(long, default_value_t = 10)]
-    epochs: u32,
+    pub epochs: u32,
     #[arg(long, default_value_t = 1)]
-    seed: u64,
+    pub seed: u64,
     #[command(flatten)]
-    pipeline: PipelineArgs,
+    pub pipeline: PipelineArgs,
     /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
     #[arg(long)]
-    quantile_groups: bool,
+    pub quantile_groups: bool,
     /// Background loss: every healthy link drops at a rate drawn from U(0, P).
     #[arg(long, default_value_t = 0.0)]
-    noise: f64,
+    pub noise: f64,
     /// Epoch length in milliseconds.
     #[arg(long, default_value_t = 100)]
     epoch_ms: u64,
@@ -43,7 +43,7 @@ pub struct SimulateArgs {
     ipv6: f64,
     /// Write the whole run as JSON.
     #[arg(long)]
-    json: Option<String>,
+    pub json: Option<String>,
     /// Serve the live page at ADDR (e.g. 127.0.0.1:8080) while the run goes, and after it
     /// until Ctrl-C.
     #[arg(long)]
@@ -54,7 +54,18 @@ pub struct SimulateArgs {
     pace_ms: Option<u64>,
     /// Print only the summary.
     #[arg(long, short)]
-    quiet: bool,
+    pub quiet: bool,
+    /// Skip the packets: synthesize each epoch's meters in the switches' real meter size and
+    /// watch the segments in rounds that fit them (for fabrics the packet simulator cannot run,
+    /// up to k = 48).
+    #[arg(long)]
+    pub synth_meters: bool,
+    /// With --synth-meters: buckets per meter row instead of the program's METER_WIDTH.
+    #[arg(long, requires = "synth_meters")]
+    pub meter_width: Option<usize>,
+    /// With --synth-meters: every fault starts at this epoch.
+    #[arg(long, requires = "synth_meters")]
+    pub faults_from: Option<u64>,
 }
 
 impl SimulateArgs {
@@ -69,6 +80,9 @@ impl SimulateArgs {
 }
 
 pub fn command(a: SimulateArgs) -> Result<()> {
+    if a.synth_meters {
+        return crate::scale::command(a);
+    }
     let p = &a.pipeline;
     let opts = SimulateOptions {
         topology: a.topology,
@@ -90,6 +104,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         mice_per_host: a.mice_per_host,
         ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
+        watch_dwell: p.watch_rounds,
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);
     bar.set_style(

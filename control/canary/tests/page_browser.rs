@@ -120,43 +120,46 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
     .await;
     assert_eq!(c.title().await.unwrap(), "Canary");
 
-    // The fault shows on its own link once the epochs that find it are in.
-    let link = eventually(
+    // The fault shows on its own link once the epochs that find it are in. The page
+    // repaints on every epoch, so what is compared is read in one script: one epoch's paint.
+    let paint = async || -> Option<serde_json::Value> {
+        c.execute(
+            "const l = document.getElementById('link-edge1_0-agg1_1'); \
+             return {blamed: l.dataset.blamed, stroke: l.getAttribute('stroke'), \
+               labels: Array.from(document.querySelectorAll('.blame-label'), e => e.textContent), \
+               all: Array.from(document.querySelectorAll(\".link[data-blamed='1']\"), e => e.id)};",
+            vec![],
+        )
+        .await
+        .ok()
+    };
+    let shown = eventually(
         "edge1_0→agg1_1 blamed",
         Duration::from_secs(40),
-        async || {
-            let l = c.find(Locator::Css("#link-edge1_0-agg1_1")).await.ok()?;
-            (l.attr("data-blamed").await.ok()?? == "1").then_some(l)
-        },
+        async || paint().await.filter(|p| p["blamed"] == "1"),
     )
     .await;
-    let stroke = link.attr("stroke").await.unwrap().unwrap();
-    assert_eq!(stroke, "#b80000", "a 10 % link in the ≥ 5 % colour");
-    let label = c
-        .find(Locator::Css(".blame-label"))
-        .await
-        .unwrap()
-        .text()
-        .await
-        .unwrap();
-    assert!(label.contains('%') && label.contains("stage"), "{label}");
-    let blamed: Vec<String> = {
-        let mut v = Vec::new();
-        for e in c
-            .find_all(Locator::Css(".link[data-blamed='1']"))
-            .await
-            .unwrap()
-        {
-            v.push(e.attr("id").await.unwrap().unwrap());
-        }
-        v
-    };
+    assert_eq!(
+        shown["stroke"], "#b80000",
+        "a 10 % link in the ≥ 5 % colour"
+    );
+    let labels: Vec<String> = serde_json::from_value(shown["labels"].clone()).unwrap();
+    assert!(
+        !labels.is_empty()
+            && labels
+                .iter()
+                .all(|l| l.contains('%') && l.contains("stage")),
+        "{labels:?}"
+    );
+    let blamed: Vec<String> = serde_json::from_value(shown["all"].clone()).unwrap();
     assert!(
         blamed
             .iter()
             .all(|b| b == "link-edge1_0-agg1_1" || b == "link-agg0_0-core0"),
         "only injected links blamed: {blamed:?}"
     );
+    // The line elements are drawn once and only repainted, so this handle stays good.
+    let link = c.find(Locator::Css("#link-edge1_0-agg1_1")).await.unwrap();
 
     // The next epoch arrives without a reload.
     let epoch_no = async || -> Option<u64> {

@@ -288,3 +288,58 @@ fn view_serves_a_finished_runs_epochs() {
         "the error names the file"
     );
 }
+
+#[test]
+fn synthesized_meters_at_the_programs_size_are_watched_in_rounds() {
+    let v = json_of(&[
+        "simulate",
+        "--synth-meters",
+        "--topology",
+        "fattree:8",
+        "--epochs",
+        "7",
+        "--seed",
+        "4",
+    ]);
+    let setup = &v["setup"];
+    assert_eq!(setup["meters"]["width"], 1024, "the program's METER_WIDTH");
+    assert_eq!(setup["rounds"], 3);
+    assert_eq!(setup["period"], 3);
+    let epochs = v["epochs"].as_array().unwrap();
+    assert_eq!(epochs.len(), 7);
+    let watched: u64 = epochs[..3]
+        .iter()
+        .map(|e| e["watched"].as_u64().unwrap())
+        .sum();
+    assert_eq!(
+        watched,
+        setup["segments"].as_u64().unwrap(),
+        "one period watches each once"
+    );
+    for e in &epochs[2..] {
+        assert_eq!(e["evidence"]["never_seen"], 0);
+        assert!(e["evidence"]["oldest"].as_u64().unwrap() <= 2);
+    }
+    let faults = v["faults"].as_array().unwrap();
+    assert!(!faults.is_empty());
+    assert!(faults
+        .iter()
+        .all(|f| f["time_to_detect"].as_u64().is_some_and(|t| t <= 3)));
+    assert!(v["after_first_period"]["f1"].as_f64().unwrap() >= 0.95);
+}
+
+#[test]
+fn synthesized_meters_of_an_impossible_width_name_the_flag() {
+    let out = canary(&[
+        "simulate",
+        "--synth-meters",
+        "--meter-width",
+        "1000",
+        "--epochs",
+        "1",
+    ]);
+    assert!(!out.status.success());
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("--meter-width 1000"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}

@@ -66,6 +66,8 @@ pub struct RunOptions {
     pub min_lossy_epochs: u32,
     /// Which segments are lossy (`None`: the paper's floor and n′ rule).
     pub decision: Option<DecisionParams>,
+    /// Watch segments in rounds of this many epochs when the switches cannot count them all.
+    pub watch_dwell: Option<u32>,
     pub bmv2: Bmv2Options,
     pub tofino: TofinoOptions,
     /// A switch whose harvest takes longer is left out of the epoch.
@@ -358,6 +360,7 @@ fn controller_config(opts: &RunOptions) -> ControllerConfig {
         decision: opts.decision,
         selection: opts.selection,
         canary: localizer_params(opts.groups, false, opts.floor, opts.decision),
+        watch_dwell: opts.watch_dwell,
     }
 }
 

@@ -66,6 +66,27 @@ pub struct EpochReport {
     /// nothing is blamed from it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub incomplete: Option<String>,
+    /// Segments watched in rounds (the switches' meters cannot count all at once): this
+    /// epoch's round and the age of the evidence localization used.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub watch: Option<WatchReport>,
+}
+
+/// The round of segments an epoch watched, and how old every segment's evidence is.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct WatchReport {
+    /// 0-based, of `rounds`.
+    pub round: usize,
+    pub rounds: usize,
+    /// Epochs each round lasts.
+    pub dwell: u32,
+    /// Segments of this epoch's round.
+    pub watched: usize,
+    pub evidence: canary_core::schedule::EvidenceAge,
+    /// Set while the first sweep over every round is not complete: the epoch from which links
+    /// are blamed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub first_sweep_until: Option<u64>,
 }
 
 impl EpochReport {
@@ -100,6 +121,7 @@ impl EpochReport {
             tables_full: vec![],
             phases_ms: Phases::default(),
             incomplete: Some(why),
+            watch: None,
         }
     }
 }
@@ -128,6 +150,10 @@ pub struct SegmentReport {
     pub lost: u64,
     pub loss: f64,
     pub used: bool,
+    /// Epochs since these counts were taken, when segments are watched in rounds (0: this
+    /// epoch).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub age: Option<u64>,
 }
 
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]

@@ -40,6 +40,8 @@ pub struct SimulateOptions {
     /// Share of the flows over IPv6.
     pub ipv6_share: f64,
     pub pathbf: PathBfParams,
+    /// Watch segments in rounds of this many epochs when the switches cannot count them all.
+    pub watch_dwell: Option<u32>,
 }
 
 impl Default for SimulateOptions {
@@ -57,6 +59,7 @@ impl Default for SimulateOptions {
             monitors: None,
             noise: 0.0,
             epoch: Duration::from_millis(100),
+            watch_dwell: None,
             window: 5,
             min_lossy_epochs: 1,
             decision: Some(DecisionParams::default()),
@@ -166,6 +169,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
             ..opts.selection
         },
         canary,
+        watch_dwell: opts.watch_dwell,
     };
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
     let rt = tokio::runtime::Builder::new_current_thread().build()?;

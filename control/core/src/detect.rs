@@ -540,25 +540,35 @@ pub fn observations(
 ) -> Observations {
     let segments = totals
         .iter()
-        .filter(|(_, c)| c.sent > 0)
-        .map(|(&s, c)| {
-            let success = if c.lossy_epochs < min_lossy_epochs {
-                1.0
-            } else {
-                (c.sent - c.lost) as f64 / c.sent as f64
-            };
-            ObservedSegment {
-                segment: s,
-                subproblem: segments.subproblem_of[s as usize],
-                links: segments.get(s).links.clone(),
-                sent: c.sent,
-                lost: c.lost,
-                success,
-                background: false,
-            }
-        })
+        .filter_map(|(&s, c)| observed(segments, s, c, min_lossy_epochs))
         .collect();
     Observations { segments }
+}
+
+/// One segment's entry of [`observations`]; `None` when it sent nothing.
+pub fn observed(
+    segments: &Segments,
+    s: SegmentId,
+    c: &WindowCount,
+    min_lossy_epochs: u32,
+) -> Option<ObservedSegment> {
+    if c.sent == 0 {
+        return None;
+    }
+    let success = if c.lossy_epochs < min_lossy_epochs {
+        1.0
+    } else {
+        (c.sent - c.lost) as f64 / c.sent as f64
+    };
+    Some(ObservedSegment {
+        segment: s,
+        subproblem: segments.subproblem_of[s as usize],
+        links: segments.get(s).links.clone(),
+        sent: c.sent,
+        lost: c.lost,
+        success,
+        background: false,
+    })
 }
 
 #[cfg(test)]

@@ -5,4 +5,5 @@
 
 pub mod eval;
 pub mod overhead;
+pub mod scale;
 pub mod traffic_gen;

@@ -19,7 +19,7 @@
 use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, SketchConfigError, Usm};
-use canary_core::topo::{Segments, SwitchIx, Topology};
+use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
 use canary_core::FlowId;
 use rand::Rng;
 use rand_distr::{Binomial, Distribution};
@@ -97,13 +97,37 @@ pub fn synth_epoch(
     cfg: &SynthConfig,
     rng: &mut impl Rng,
 ) -> Result<SynthEpoch, SketchConfigError> {
+    let busiest = busiest_meter_flows(topo, segments, cfg.flows_per_segment);
+    let meters = meter_config(busiest, cfg.rows, cfg.width_factor)?;
+    let all: Vec<SegmentId> = (0..segments.len() as SegmentId).collect();
+    let mut e = synth_watched(topo, segments, codec, loss, cfg, meters, &all, rng)?;
+    e.busiest_meter_flows = busiest;
+    Ok(e)
+}
+
+/// As [`synth_epoch`], for the `watched` segments only (the others count nothing, as when the
+/// controller selected no flows on them), into meters of the given shape: a switch's real
+/// meters, however many flows land in them.
+///
+/// # Errors
+/// When `meters` is not a shape the data plane can realise.
+#[allow(clippy::too_many_arguments)]
+pub fn synth_watched(
+    topo: &Topology,
+    segments: &Segments,
+    codec: &PathBfCodec,
+    loss: &[f64],
+    cfg: &SynthConfig,
+    meters: MeterConfig,
+    watched: &[SegmentId],
+    rng: &mut impl Rng,
+) -> Result<SynthEpoch, SketchConfigError> {
     assert_eq!(
         loss.len(),
         topo.links.len(),
         "one loss rate per directed link"
     );
-    let busiest = busiest_meter_flows(topo, segments, cfg.flows_per_segment);
-    let meters = meter_config(busiest, cfg.rows, cfg.width_factor)?;
+    meters.validate()?;
     let monitors: Vec<SwitchIx> = topo.monitors().collect();
     let mut slot = vec![usize::MAX; topo.switches.len()];
     for (i, &m) in monitors.iter().enumerate() {
@@ -118,7 +142,11 @@ pub fn synth_epoch(
     let per_flow = (cfg.packets_per_segment / u64::from(cfg.flows_per_segment.max(1))).max(1);
     let n_hosts = topo.hosts.len();
     let (mut flows, mut sent, mut delivered) = (0u64, 0u64, 0u64);
-    for (i, seg) in segments.list.iter().enumerate() {
+    let mut up_flows = vec![0usize; monitors.len()];
+    let mut down_flows = vec![0usize; monitors.len()];
+    for &i in watched {
+        let i = i as usize;
+        let seg = &segments.list[i];
         let survive: f64 = seg
             .links
             .iter()
@@ -130,6 +158,8 @@ pub fn synth_epoch(
             slot[seg.downstream() as usize],
         );
         let bf = codec.segment_bf[i];
+        up_flows[u] += cfg.flows_per_segment as usize;
+        down_flows[d] += cfg.flows_per_segment as usize;
         for _ in 0..cfg.flows_per_segment {
             let flow = FlowId::v4(
                 topo.hosts[rng.random_range(0..n_hosts)].addr,
@@ -161,7 +191,7 @@ pub fn synth_epoch(
     Ok(SynthEpoch {
         snapshots,
         meters,
-        busiest_meter_flows: busiest,
+        busiest_meter_flows: up_flows.into_iter().chain(down_flows).max().unwrap_or(0),
         flows,
         sent,
         delivered,

@@ -20,6 +20,10 @@ pub struct ControllerConfig {
     pub decision: Option<DecisionParams>,
     pub selection: SelectionParams,
     pub canary: CanaryParams,
+    /// `Some(d)`: when the switches' meters cannot count β flows of every segment at once,
+    /// watch the segments in rounds of `d` epochs (`canary_core::schedule`) and localize from
+    /// each segment's latest watch. `None`: every segment every epoch.
+    pub watch_dwell: Option<u32>,
 }
 
 impl Default for ControllerConfig {
@@ -32,6 +36,7 @@ impl Default for ControllerConfig {
             decision: Some(DecisionParams::default()),
             selection: SelectionParams::default(),
             canary: CanaryParams::default(),
+            watch_dwell: None,
         }
     }
 }

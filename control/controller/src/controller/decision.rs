@@ -28,8 +28,27 @@ impl Controller {
                         }
                     }
                 }
-                let obs = decided_observations(&self.segments, &self.window.totals(), d);
+                // Watching in rounds, a segment's evidence is its latest watch, however old.
+                let totals = if self.plan.is_some() {
+                    self.shown.record(self.epoch, &det.segments);
+                    self.shown.totals()
+                } else {
+                    self.window.totals()
+                };
+                let obs = decided_observations(&self.segments, &totals, d);
                 (obs, changes)
+            }
+            None if self.plan.is_some() => {
+                let obs = self
+                    .shown
+                    .observe(
+                        self.epoch,
+                        &det.segments,
+                        &self.segments,
+                        self.cfg.min_lossy_epochs,
+                    )
+                    .clone();
+                (obs, vec![])
             }
             None => {
                 let obs = observations(
@@ -42,12 +61,19 @@ impl Controller {
         }
     }
 
-    /// Segments that counted fewer than α packets or β flows in this epoch.
+    /// Segments that counted fewer than α packets or β flows in this epoch (of those watched
+    /// in it, when watching in rounds).
     pub(super) fn short_segments(&self, det: &EpochDetection) -> usize {
+        let watched = |i: usize| {
+            self.plan
+                .as_ref()
+                .is_none_or(|p| p.round_of(i as SegmentId) == p.round_at(self.epoch))
+        };
         self.segments
             .list
             .iter()
             .enumerate()
+            .filter(|(i, _)| watched(*i))
             .filter(|(i, _)| {
                 let c = det
                     .segments

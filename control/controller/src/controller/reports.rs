@@ -134,6 +134,10 @@ impl Controller {
                 lost: s.lost,
                 loss: s.lost as f64 / s.sent as f64,
                 used: s.success < 1.0,
+                age: self
+                    .plan
+                    .as_ref()
+                    .and_then(|_| self.shown.age(s.segment, self.epoch)),
             })
             .collect()
     }

@@ -79,6 +79,27 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             names.join(", ")
         );
     }
+    if let Some(w) = &r.watch {
+        let _ = writeln!(
+            s,
+            "  watching round {}/{} ({} segments, {} epoch{} each): evidence at most {} epochs \
+             old (mean {:.1}), {} segments not counted yet",
+            w.round + 1,
+            w.rounds,
+            w.watched,
+            w.dwell,
+            if w.dwell == 1 { "" } else { "s" },
+            w.evidence.oldest,
+            w.evidence.mean,
+            w.evidence.never_seen
+        );
+        if let Some(e) = w.first_sweep_until {
+            let _ = writeln!(
+                s,
+                "  ! first sweep over the rounds not complete: nothing blamed before epoch {e}"
+            );
+        }
+    }
     if r.segments_skipped > 0 {
         let _ = writeln!(
             s,
@@ -95,9 +116,13 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             r.window_epochs
         );
         for x in used.iter().take(max_rows) {
+            let age = match x.age {
+                Some(a) if a > 0 => format!("  {a} epochs old"),
+                _ => String::new(),
+            };
             let _ = writeln!(
                 s,
-                "    {:<36} loss {:>7.4}  ({}/{})",
+                "    {:<36} loss {:>7.4}  ({}/{}){age}",
                 x.segment.join("→"),
                 x.loss,
                 x.lost,

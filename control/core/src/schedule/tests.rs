@@ -127,6 +127,33 @@ fn last_shown_adds_up_one_watch_and_replaces_an_old_one() {
 
 proptest! {
     #[test]
+    fn the_kept_view_is_the_observations_of_the_totals(
+        epochs in proptest::collection::vec(
+            proptest::collection::btree_map(0u32..40, (0u64..50, 0u64..5), 0..12),
+            1..12,
+        ),
+        min_lossy in 1u32..3,
+        skip in proptest::collection::vec(any::<bool>(), 12),
+    ) {
+        let segs = fat_tree_segments(4);
+        let mut ev = LastShown::new(segs.len());
+        for (e, counts) in epochs.iter().enumerate() {
+            let counts: BTreeMap<SegmentId, SegmentCount> = counts
+                .iter()
+                .map(|(&s, &(sent, lost))| (s, count(sent, lost.min(sent))))
+                .collect();
+            // Some epochs are only recorded (a gap in the watch), not observed.
+            if skip[e] {
+                ev.record(e as u64, &counts);
+                continue;
+            }
+            let kept = ev.observe(e as u64, &counts, &segs, min_lossy).clone();
+            let fresh = crate::detect::observations(&segs, &ev.totals(), min_lossy);
+            prop_assert_eq!(kept, fresh);
+        }
+    }
+
+    #[test]
     fn any_segments_fit_in_the_least_rounds(
         ends in proptest::collection::vec((0u32..12, 0u32..12), 0..400),
         slots in 1usize..8,

@@ -319,24 +319,4 @@ fn a_flow_whose_switch_did_not_answer_is_not_idle() {
     assert_eq!(sel.monitored(), 1);
 }
 
-#[test]
-fn hh_rules_without_reports_halve_eta_down_to_zero() {
-    let (_, s, c, all) = setup();
-    let mut sel = FlowSelector::new(params());
-    sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
-    let mut etas = Vec::new();
-    for _ in 0..6 {
-        let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
-        let bf0 = c.segment_bf[0];
-        let sw0 = s.list[0].downstream();
-        etas.extend(ops.iter().filter_map(|o| match o {
-            RuleOp::InstallHh {
-                switch,
-                path_bf,
-                eta,
-            } if *switch == sw0 && *path_bf == bf0 => Some(*eta),
-            _ => None,
-        }));
-    }
-    assert_eq!(etas, vec![8, 4, 2, 1, 0]);
-}
+mod eta_and_rounds;

@@ -1,0 +1,297 @@
+//! Data-center scale inside the program's switch memory.
+//!
+//! The packet simulator stops at k = 16; this runs k up to 48 at the meter level. Every epoch the
+//! watch plan ([`canary_core::schedule`]) picks the segments the switches' real meters (the
+//! program's 3 × 1024) and tables can count; the watched segments get β flows each, synthesized
+//! into those meters ([`canary_sim::synth::synth_watched`]); the controller's own detection reads
+//! them (minus meters), keeps each segment's latest watch ([`LastShown`]) and localizes from every
+//! segment's latest evidence. What is timed is what the controller does with one epoch's meters:
+//! minus meters, the evidence update, success probabilities and Canary.
+//!
+//! What stands in for the switches: each watched segment counts β fresh flows of α/β packets
+//! (flow selection is assumed to have found them), drawn through the links' loss rates; a fault
+//! on a share of flows drops at its rate × share on every flow.
+
+use anyhow::{bail, Context, Result};
+use canary_controller::setup::{load_faults, load_topology, prepare};
+use canary_core::capacity::Capacity;
+use canary_core::detect::minus_meters;
+use canary_core::fault::{active_links, background, link_losses, Fault};
+use canary_core::localize::{Canary, CanaryParams, Localizer};
+use canary_core::schedule::{EvidenceAge, LastShown, WatchBudget, WatchPlan};
+use canary_core::score::Score;
+use canary_core::sketch::MeterConfig;
+use canary_core::topo::{LinkIx, MonitorPlacement};
+use canary_sim::synth::{synth_watched, SynthConfig};
+use rand::SeedableRng;
+use rand_chacha::ChaCha8Rng;
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+/// Canary's F1 at every k of the paper's Fig. 10 was above this.
+pub const PAPER_F1: f64 = 0.95;
+
+#[derive(Clone, Debug)]
+pub struct ScaleOptions {
+    pub topology: String,
+    pub faults: String,
+    pub noise: f64,
+    pub epochs: u32,
+    pub seed: u64,
+    /// What every switch holds (default: the program's).
+    pub capacity: Capacity,
+    /// β and α per watched segment.
+    pub synth: SynthConfig,
+    /// Epochs each round of the watch plan lasts.
+    pub dwell: u32,
+    pub canary: CanaryParams,
+    /// Localize before every round has had its turn (the controller does not: a lossy
+    /// segment's neighbours may not be counted yet).
+    pub blame_in_first_sweep: bool,
+    /// Every fault starts at this epoch (`None`: as the fault spec says), to time the detection
+    /// of a fault that begins after the first sweep.
+    pub faults_from: Option<u64>,
+}
+
+impl Default for ScaleOptions {
+    fn default() -> Self {
+        Self {
+            topology: "fattree:8".into(),
+            faults: "random:10%".into(),
+            noise: 0.0,
+            epochs: 10,
+            seed: 1,
+            capacity: Capacity::of_program(),
+            synth: SynthConfig::default(),
+            dwell: 1,
+            canary: CanaryParams::default(),
+            blame_in_first_sweep: false,
+            faults_from: None,
+        }
+    }
+}
+
+/// The fabric and the plan that watches it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScaleSetup {
+    pub topology: String,
+    pub switches: usize,
+    pub hosts: usize,
+    pub monitors: usize,
+    pub segments: usize,
+    pub links: usize,
+    pub meters: MeterConfig,
+    /// Segments one monitor starts (and ends) per round.
+    pub segments_per_monitor: usize,
+    pub rounds: usize,
+    /// Epochs between two watches of a segment: the bound on its evidence's age.
+    pub period: u64,
+    pub prepare_s: f64,
+    pub plan_ms: f64,
+}
+
+/// One epoch: what was watched, how old the evidence is, what was blamed, and the time the
+/// controller spent on it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScaleEpoch {
+    pub epoch: u64,
+    pub watched: usize,
+    /// Flows the watched segments sent, and those whose loss the meters gave back.
+    pub flows_sent: u64,
+    pub flows_counted: u64,
+    pub evidence: EvidenceAge,
+    pub blamed: Vec<LinkIx>,
+    pub score: Score,
+    /// Minus meters alone, then with the evidence update and success probabilities.
+    pub minus_meters_ms: f64,
+    pub detect_ms: f64,
+    pub localize_ms: f64,
+    /// Minus meters + evidence + success probabilities + Canary.
+    pub epoch_ms: f64,
+}
+
+/// When each fault was first blamed.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScaleFault {
+    pub link: [String; 2],
+    pub loss: f64,
+    /// Epochs from its onset to the first epoch that blamed it (1: the epoch it began).
+    pub time_to_detect: Option<u64>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ScaleRun {
+    pub setup: ScaleSetup,
+    pub faults: Vec<ScaleFault>,
+    pub epochs: Vec<ScaleEpoch>,
+    /// The epochs after the first full period (every segment seen at least once), scored
+    /// together.
+    pub after_first_period: Score,
+    /// The first epoch from which every epoch's F1 is at least 0.95, the accuracy the paper
+    /// reports for Canary at every k it ran (Fig. 10).
+    pub accurate_from: Option<u64>,
+    pub peak_rss_mb: Option<f64>,
+}
+
+pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result<ScaleRun> {
+    let t = Instant::now();
+    let topo = load_topology(&opts.topology, Some(MonitorPlacement::TopAndBottom))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
+    let mut faults = load_faults(&opts.faults, &topo, &mut rng)?;
+    if let Some(from) = opts.faults_from {
+        for f in &mut faults {
+            f.when.from = from;
+        }
+    }
+    let bg = background(&topo, opts.noise, &mut rng);
+    let prep = prepare(topo, Default::default())?;
+    let prepare_s = t.elapsed().as_secs_f64();
+    let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
+    if segments.is_empty() {
+        bail!("{}: no segments between monitors", opts.topology);
+    }
+
+    let t = Instant::now();
+    let budget = WatchBudget::of(&opts.capacity, opts.synth.flows_per_segment);
+    let plan = WatchPlan::new(segments, budget, opts.dwell);
+    let setup = ScaleSetup {
+        topology: opts.topology.clone(),
+        switches: topo.switches.len(),
+        hosts: topo.hosts.len(),
+        monitors: topo.monitors().count(),
+        segments: segments.len(),
+        links: topo.links.len(),
+        meters: opts.capacity.meter,
+        segments_per_monitor: budget.segments_per_monitor,
+        rounds: plan.rounds(),
+        period: plan.period(),
+        prepare_s,
+        plan_ms: t.elapsed().as_secs_f64() * 1e3,
+    };
+
+    let canary = Canary {
+        params: opts.canary.clone(),
+    };
+    let mut shown = LastShown::new(segments.len());
+    let mut epochs = Vec::with_capacity(opts.epochs as usize);
+    let mut first_blamed: Vec<Option<u64>> = vec![None; faults.len()];
+    for e in 0..u64::from(opts.epochs) {
+        let loss: Vec<f64> = link_losses(&bg, &faults, e)
+            .iter()
+            .map(|l| l.p * l.flows)
+            .collect();
+        let watched = plan.watched_at(e);
+        let synth = synth_watched(
+            topo,
+            segments,
+            codec,
+            &loss,
+            &opts.synth,
+            opts.capacity.meter,
+            watched,
+            &mut rng,
+        )
+        .with_context(|| format!("{}: the meters of the capacity", opts.topology))?;
+
+        let t = Instant::now();
+        let det = minus_meters(segments, codec, &synth.snapshots);
+        let minus_meters_ms = t.elapsed().as_secs_f64() * 1e3;
+        let obs = shown.observe(e, &det.segments, segments, 1);
+        let detect_ms = t.elapsed().as_secs_f64() * 1e3;
+        let t = Instant::now();
+        let verdict = if opts.blame_in_first_sweep || e + 1 >= plan.period() {
+            canary.localize(topo, obs)
+        } else {
+            Default::default()
+        };
+        let localize_ms = t.elapsed().as_secs_f64() * 1e3;
+
+        let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
+        for (i, f) in faults.iter().enumerate() {
+            if first_blamed[i].is_none() && f.active(e) && blamed.contains(&f.link) {
+                first_blamed[i] = Some(e);
+            }
+        }
+        let epoch = ScaleEpoch {
+            epoch: e,
+            watched: watched.len(),
+            flows_sent: synth.flows,
+            flows_counted: det.flows(),
+            evidence: shown.ages(e),
+            score: Score::of(&blamed, &active_links(&faults, e), topo.links.len()),
+            blamed,
+            minus_meters_ms,
+            detect_ms,
+            localize_ms,
+            epoch_ms: detect_ms + localize_ms,
+        };
+        on_epoch(&epoch);
+        epochs.push(epoch);
+    }
+
+    let faults = faults
+        .iter()
+        .zip(&first_blamed)
+        .map(|(f, first)| scale_fault(topo, f, *first))
+        .collect();
+    let after_first_period = pooled(
+        epochs
+            .iter()
+            .filter(|e| e.epoch + 1 >= plan.period())
+            .map(|e| e.score),
+        topo.links.len(),
+    );
+    let accurate_from = epochs
+        .iter()
+        .rposition(|e| e.score.f1 < PAPER_F1)
+        .map_or(Some(0), |last_bad| {
+            (last_bad + 1 < epochs.len()).then_some(last_bad as u64 + 1)
+        });
+    Ok(ScaleRun {
+        setup,
+        faults,
+        epochs,
+        after_first_period,
+        accurate_from,
+        peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+fn scale_fault(topo: &canary_core::topo::Topology, f: &Fault, first: Option<u64>) -> ScaleFault {
+    let [a, b] = topo.link_names(f.link);
+    let onset = f.when.from;
+    ScaleFault {
+        link: [a.into(), b.into()],
+        loss: f.loss,
+        time_to_detect: first.map(|e| e.saturating_sub(onset) + 1),
+    }
+}
+
+/// Scores summed over epochs of a fabric of `links` directed links.
+fn pooled(scores: impl Iterator<Item = Score>, links: usize) -> Score {
+    let (mut tp, mut fp, mut fn_, mut tn) = (0, 0, 0, 0);
+    for s in scores {
+        tp += s.tp;
+        fp += s.fp;
+        fn_ += s.fn_;
+        tn += links.saturating_sub(s.tp + s.fp + s.fn_);
+    }
+    Score::from_counts(tp, fp, fn_, tn)
+}
+
+/// The process's peak resident memory (`VmHWM`), where Linux reports it.
+pub fn peak_rss_mb() -> Option<f64> {
+    let status = std::fs::read_to_string("/proc/self/status").ok()?;
+    let kb: f64 = status
+        .lines()
+        .find_map(|l| l.strip_prefix("VmHWM:"))?
+        .trim()
+        .trim_end_matches("kB")
+        .trim()
+        .parse()
+        .ok()?;
+    Some(kb / 1024.0)
+}
+
+#[cfg(test)]
+mod tests;
