@@ -170,7 +170,7 @@ impl SimFabric {
             parks: 0,
             stats: SimStats::default(),
         };
-        let net = Switches::new(switches, cfg.hop_latency_ns);
+        let net = Switches::new(switches, cfg.hop_latency_ns, cfg.traffic.line_gap_ns);
         Self {
             topo,
             ports,

@@ -51,23 +51,47 @@ impl SwitchModel {
         to_host: bool,
         rules: MonitorRules,
     ) -> Option<Digest> {
+        self.monitor_n(flow, h, shim, to_host, rules, 1)
+    }
+
+    /// [`SwitchModel::monitor_with`] for `n ≥ 1` consecutive packets of one flow arriving with
+    /// the same shim in the same epoch: the state, the shim and the digest (if any packet asked
+    /// for one) are those of `n` calls. Every step of the program is a count or a set (meters,
+    /// the mark, the pathBF), except HashPipe, whose `n` updates [`HashPipe::update_n`] makes at
+    /// once.
+    ///
+    /// [`HashPipe::update_n`]: crate::sketch::HashPipe::update_n
+    pub fn monitor_n(
+        &mut self,
+        flow: &FlowId,
+        h: FlowHashes,
+        shim: &mut Shim,
+        to_host: bool,
+        rules: MonitorRules,
+        n: u32,
+    ) -> Option<Digest> {
         debug_assert_eq!(rules, self.monitor_rules(flow, shim.path_bf));
         let monitor = self.config.monitor;
         let mut digest = None;
-        if monitor {
+        if monitor && n > 0 {
             if rules.dsm {
                 if shim.counted && epoch_window(self.config.epoch).contains(&shim.epoch) {
                     let m = Self::instance(&mut self.dsm, shim.epoch);
-                    m.update(flow, h, shim.path_bf);
+                    m.update_n(flow, h, shim.path_bf, n);
                 }
             } else {
-                let count = self.hashpipe.update(h);
-                if rules.hh_eta.is_some_and(|eta| count > eta) {
-                    self.counters.hh_reports += 1;
-                    digest = Some(Digest {
-                        flow: *flow,
-                        path_bf: shim.path_bf,
-                    });
+                let (first, last) = self.hashpipe.update_n(h, n);
+                if let Some(eta) = rules.hh_eta {
+                    // The first packet's count, then `last - n + 2 ..= last` for the others.
+                    let later = u64::from(last.saturating_sub(eta)).min(u64::from(n - 1));
+                    let over = u64::from(first > eta) + later;
+                    if over > 0 {
+                        self.counters.hh_reports += over;
+                        digest = Some(Digest {
+                            flow: *flow,
+                            path_bf: shim.path_bf,
+                        });
+                    }
                 }
             }
         }
@@ -75,7 +99,7 @@ impl SwitchModel {
         if monitor {
             if !to_host && rules.usm {
                 let epoch = self.config.epoch;
-                Self::instance(&mut self.usm, epoch).update(flow, h);
+                Self::instance(&mut self.usm, epoch).update_n(flow, h, n);
                 shim.counted = true;
                 shim.epoch = epoch;
             } else {

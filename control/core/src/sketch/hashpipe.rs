@@ -177,6 +177,32 @@ impl HashPipe {
         own
     }
 
+    /// `n ≥ 1` consecutive packets of one flow: the counts [`HashPipe::update`] returns for the
+    /// first and for the last. The first may miss stage 0, but it installs the flow there, so
+    /// every later one hits: stage 0 counts them at once, and the `k`-th of them reports the
+    /// flow's retained count after the first plus `k`. The state is that of `n` updates.
+    pub fn update_n(&mut self, h: FlowHashes, n: u32) -> (u32, u32) {
+        let first = self.update(h);
+        if n <= 1 {
+            return (first, first);
+        }
+        let fp = fingerprint(h);
+        let pos = self.pos(fp, h.c16, 0);
+        let s = self.slots[pos]
+            .as_mut()
+            .expect("the first packet installed its flow in stage 0");
+        s.count = s.count.wrapping_add(n - 1);
+        let mut total = s.count;
+        for stage in 1..self.config.stages {
+            if let Some(r) = self.slots[self.pos(fp, 0, stage)] {
+                if r.fp == fp {
+                    total = total.wrapping_add(r.count);
+                }
+            }
+        }
+        (first, total)
+    }
+
     /// Every occupied slot as `(stage, index, fingerprint, count)`, stage-major.
     pub fn entries(&self) -> impl Iterator<Item = (usize, usize, u32, u32)> + '_ {
         let entries = self.config.entries;

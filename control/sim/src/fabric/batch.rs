@@ -3,14 +3,20 @@
 
 use super::switches::FlowView;
 
-/// A packet's passage through switches `from..to` of its flow's path, the first reached at `t`
-/// (then one hop latency per switch).
+/// The passage of a train of `n` packets of one flow through switches `from..to` of its path:
+/// packet `i` reaches hop `from + k` at `t + i × line gap + k × hop latency`. A train of one is a
+/// packet; only a packet can wait for the next run (`park`).
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Walk {
     pub flow: u32,
     pub t: u64,
     pub from: u8,
     pub to: u8,
+    /// Packets in the train, at most [`Walk::MAX_TRAIN`].
+    pub n: u8,
+    /// For a train of more than one: `Batch::arrived[masks + k]` holds the packets (bit `i`:
+    /// packet `i`) that reached hop `from + k`; the others were dropped on the way.
+    pub masks: u32,
     /// The shim it arrives with: fresh from the host, or as parked in the last run.
     pub resumed: u32,
     /// It waits at hop `to` for the next run: its shim is parked, in the order of parking.
@@ -19,6 +25,8 @@ pub(super) struct Walk {
 
 impl Walk {
     pub const FRESH: u32 = u32::MAX;
+    /// Packets in a train: one bit each in a `u64`.
+    pub const MAX_TRAIN: u32 = 64;
 }
 
 #[derive(Clone, Copy, Debug)]
@@ -35,6 +43,8 @@ pub(super) enum Job {
 pub(super) struct Batch {
     pub jobs: Vec<Job>,
     pub opens: Vec<Option<FlowView>>,
+    /// Which packets of each train reached each hop (see [`Walk::masks`]).
+    pub arrived: Vec<u64>,
     walks: usize,
 }
 
@@ -63,6 +73,7 @@ impl Batch {
     pub fn clear(&mut self) {
         self.jobs.clear();
         self.opens.clear();
+        self.arrived.clear();
         self.walks = 0;
     }
 }

@@ -54,6 +54,33 @@ pub(super) struct Packet {
     pub parked: u32,
 }
 
+/// The packets of `alive` (bit `i`: packet `i`, in the order they cross) that `l` lets
+/// through, dropping as it drops packets one at a time: the packet `until_drop` further on is
+/// dropped and the next gap drawn.
+pub(super) fn drop_some(alive: u64, l: &mut LinkDrops, rng: &mut ChaCha8Rng) -> u64 {
+    let (mut out, mut rest) = (alive, alive);
+    loop {
+        let c = u64::from(rest.count_ones());
+        if l.until_drop >= c {
+            l.until_drop -= c;
+            return out;
+        }
+        let dropped = nth_bit(rest, l.until_drop as u32);
+        out &= !dropped;
+        // The packets up to the dropped one have passed this link.
+        rest &= !(dropped | (dropped - 1));
+        l.until_drop = gap(l.p, rng);
+    }
+}
+
+/// The `n`-th set bit of `x` (from bit 0), as a mask; `n` < the bits set.
+fn nth_bit(mut x: u64, n: u32) -> u64 {
+    for _ in 0..n {
+        x &= x - 1;
+    }
+    x & x.wrapping_neg()
+}
+
 /// Per-link Bernoulli loss, drawn as geometric gaps between drops (one draw per drop), on the
 /// packets of the share `flows` of flows ([`hits_flow`]).
 pub(super) struct LinkDrops {
@@ -199,28 +226,36 @@ impl Hosts {
         self.queue.push(t, Event::Send(ix));
     }
 
-    /// Flow `fi` sends a packet at `t`: the flow schedules its next one (or its slot's next
-    /// flow), and the packet walks as far as `until` gets it.
+    /// Flow `fi` sends at `t`: the rest of its burst as one train, as far as the train's
+    /// packets all reach their end by `until` (a packet that would still be on its way then
+    /// leaves alone, so it can wait for the next run); then the flow schedules its next send
+    /// (or its slot's next flow).
     fn send(&mut self, fx: Fixed, fi: u32, t: u64, until: u64, batch: &mut Batch) {
-        self.stats.packets += 1;
+        let n = self.train_at(fx, fi, t, until);
+        self.stats.packets += u64::from(n);
         let f = &mut self.flows[fi as usize];
-        f.in_flight += 1;
-        f.remaining -= 1;
-        f.burst_left -= 1;
+        f.in_flight += n;
+        f.remaining -= u64::from(n);
+        f.burst_left -= n;
+        let last = t + u64::from(n - 1) * f.line_gap_ns;
         if f.remaining > 0 {
             let next = if f.burst_left > 0 {
-                t + f.line_gap_ns
+                last + f.line_gap_ns
             } else {
                 f.window = (f.window * 2).min(f.burst);
                 f.burst_left = f.window;
                 f.burst_start += f.burst_period_ns;
-                f.burst_start.max(t + f.line_gap_ns)
+                f.burst_start.max(last + f.line_gap_ns)
             };
             self.queue.push(next, Event::Send(fi));
         } else {
             let (host, slot) = (f.host, f.slot);
-            let when = t + fx.cfg.traffic.think(&mut self.rng);
+            let when = last + fx.cfg.traffic.think(&mut self.rng);
             self.queue.push(when, Event::Open { host, slot });
+        }
+        if n > 1 {
+            self.walk_train(fi, t, n, batch);
+            return;
         }
         let mut p = Packet {
             flow: fi,
@@ -229,6 +264,71 @@ impl Hosts {
             parked: 0,
         };
         self.walk(fx, &mut p, until, None, batch);
+    }
+
+    /// Packets flow `fi` sends as one train from `t`: what is left of its burst (and of the
+    /// flow), at most [`Walk::MAX_TRAIN`], and only those whose walk ends by `until`.
+    fn train_at(&self, fx: Fixed, fi: u32, t: u64, until: u64) -> u32 {
+        let f = &self.flows[fi as usize];
+        let want = (f.burst_left as u64)
+            .min(f.remaining)
+            .min(Walk::MAX_TRAIN as u64);
+        let across = (f.path.len() as u64 - 1) * fx.cfg.hop_latency_ns;
+        if want <= 1 || t + across > until || f.line_gap_ns == 0 {
+            return 1;
+        }
+        let fit = (until - t - across) / f.line_gap_ns + 1;
+        want.min(fit) as u32
+    }
+
+    /// A train of `n > 1` packets of flow `fi` leaving at `t` (packet `i` at `t + i × line
+    /// gap`), all of whose walks end by the end of this run: each link drops its packets as it
+    /// would drop them one by one (the same geometric gaps between drops), a switch that is down
+    /// drops them all, and the switches' side gets, per hop, the packets that reached it.
+    fn walk_train(&mut self, fi: u32, t: u64, n: u32, batch: &mut Batch) {
+        let f = &self.flows[fi as usize];
+        let masks = batch.arrived.len() as u32;
+        let mut alive: u64 = if n == 64 { u64::MAX } else { (1 << n) - 1 };
+        let (mut delivered, mut hops) = (0, 0u8);
+        for hop in 0..f.path.len() {
+            if self.down[f.path[hop] as usize] {
+                break;
+            }
+            batch.arrived.push(alive);
+            hops += 1;
+            if hop + 1 == f.path.len() {
+                delivered = alive.count_ones();
+                break;
+            }
+            let link = f.links[hop];
+            let l = &mut self.links[link as usize];
+            if l.flows >= 1.0 || hits_flow(f.h.c32, link, l.flows) {
+                alive = drop_some(alive, l, &mut self.loss_rng);
+            }
+            if alive == 0 {
+                break;
+            }
+        }
+        if hops > 0 {
+            batch.walk(Walk {
+                flow: fi,
+                t,
+                from: 0,
+                to: hops,
+                n: n as u8,
+                masks,
+                resumed: Walk::FRESH,
+                park: false,
+            });
+        }
+        self.stats.delivered += u64::from(delivered);
+        self.stats.dropped += u64::from(n - delivered);
+        let f = &mut self.flows[fi as usize];
+        f.in_flight -= n;
+        if f.remaining == 0 && f.in_flight == 0 {
+            f.live = false;
+            self.free.push(fi);
+        }
     }
 
     /// Moves a packet along its path until it is delivered or dropped, or its next hop lies
@@ -277,6 +377,8 @@ impl Hosts {
                 t: t0,
                 from,
                 to: p.hop,
+                n: 1,
+                masks: 0,
                 resumed: resumed.unwrap_or(Walk::FRESH),
                 park,
             });

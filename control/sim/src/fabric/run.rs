@@ -77,6 +77,7 @@ impl SimFabric {
                 hosts.run(fx, until, false, &mut b, BATCH);
             }
         } else {
+            net.runs_on_two_threads += 1;
             in_two_threads(first, hosts, net, |hosts, b| {
                 hosts.run(fx, until, false, b, BATCH)
             });

@@ -78,10 +78,16 @@ pub(super) struct Switches {
     /// Switches are configured through drivers: their epoch is what was written into them.
     pub driven: bool,
     pub hop_latency_ns: u64,
+    /// Spacing of a train's packets.
+    pub line_gap_ns: u64,
+    /// The parts of the train being walked (kept to reuse the allocation).
+    parts: Vec<(u64, Shim)>,
+    /// Runs of time whose two sides went on two threads.
+    pub runs_on_two_threads: u64,
 }
 
 impl Switches {
-    pub fn new(switches: Vec<SimSwitch>, hop_latency_ns: u64) -> Self {
+    pub fn new(switches: Vec<SimSwitch>, hop_latency_ns: u64, line_gap_ns: u64) -> Self {
         Switches {
             switches,
             flows: Vec::new(),
@@ -92,6 +98,9 @@ impl Switches {
             last_parked: Vec::new(),
             driven: false,
             hop_latency_ns,
+            line_gap_ns,
+            parts: Vec::new(),
+            runs_on_two_threads: 0,
         }
     }
 
@@ -114,54 +123,110 @@ impl Switches {
                         self.flows[ix] = view;
                     }
                 }
-                Job::Walk(w) => self.walk(w),
+                Job::Walk(w) => self.walk(w, &batch.arrived),
             }
         }
     }
 
-    /// The meter step at switches `w.from..w.to` of the flow's path.
-    fn walk(&mut self, w: Walk) {
+    /// The meter step at switches `w.from..w.to` of the flow's path, for every packet of the
+    /// train that reached each. The train goes through in parts of packets that carry the same
+    /// shim: one at first; a switch whose epoch flips while the train passes splits each part
+    /// into the packets before the flip and those after (they count, and are marked, in
+    /// different epochs).
+    fn walk(&mut self, w: Walk, arrived: &[u64]) {
         let f = &mut self.flows[w.flow as usize];
-        let mut shim = match w.resumed {
+        let shim = match w.resumed {
             Walk::FRESH => Shim::default(),
             i => self.last_parked[i as usize],
         };
-        let mut t = w.t;
+        let all = if w.n >= 64 {
+            u64::MAX
+        } else {
+            (1u64 << w.n) - 1
+        };
+        let parts = &mut self.parts;
+        parts.clear();
+        parts.push((all, shim));
         let len = f.hops.len();
-        for hop in usize::from(w.from)..usize::from(w.to) {
+        for (k, hop) in (usize::from(w.from)..usize::from(w.to)).enumerate() {
+            let here = if w.n == 1 {
+                1
+            } else {
+                arrived[w.masks as usize + k]
+            };
             let (s, cached) = &mut f.hops[hop];
             let s = *s;
             let sw = &mut self.switches[s as usize];
-            if !self.driven {
-                let tag = epoch_tag(sw.epoch_at(t));
-                let mut config = sw.model.config();
-                if config.epoch != tag {
-                    config.epoch = tag;
-                    sw.model.set_config(config);
-                }
-            }
-            if cached.gen != sw.gen || cached.path_bf != shim.path_bf {
-                *cached = HopRules {
-                    gen: sw.gen,
-                    path_bf: shim.path_bf,
-                    rules: sw.model.monitor_rules(&f.id, shim.path_bf),
-                };
-            }
+            // When the train's first packet reaches this switch.
+            let t = w.t + k as u64 * self.hop_latency_ns;
             let last = hop + 1 == len;
-            let rules = cached.rules;
-            if let Some(d) = sw.model.monitor_with(&f.id, f.h, &mut shim, last, rules) {
-                if self.reported.insert((s, d.flow)) {
-                    self.reports.push(HhReport {
-                        switch: s,
-                        flow: d.flow,
-                        path_bf: d.path_bf,
-                    });
-                    self.sent += 1;
+            let mut i = 0;
+            while i < parts.len() {
+                let (mask, shim) = parts[i];
+                let mask = mask & here;
+                if mask == 0 {
+                    parts.remove(i);
+                    continue;
                 }
+                // Packets from index `cut` on arrive after this switch's flip.
+                let cut = if self.driven || sw.flip_at <= t {
+                    0
+                } else {
+                    (sw.flip_at - t).div_ceil(self.line_gap_ns.max(1)).min(64) as u32
+                };
+                let before = if cut >= 64 {
+                    mask
+                } else {
+                    mask & ((1u64 << cut) - 1)
+                };
+                let after = mask & !before;
+                let mut out = [(0u64, shim); 2];
+                let mut used = 0;
+                for (m, epoch) in [(before, sw.prev_epoch), (after, sw.epoch)] {
+                    if m == 0 {
+                        continue;
+                    }
+                    let mut sh = shim;
+                    if !self.driven {
+                        let tag = epoch_tag(epoch);
+                        let mut config = sw.model.config();
+                        if config.epoch != tag {
+                            config.epoch = tag;
+                            sw.model.set_config(config);
+                        }
+                    }
+                    if cached.gen != sw.gen || cached.path_bf != sh.path_bf {
+                        *cached = HopRules {
+                            gen: sw.gen,
+                            path_bf: sh.path_bf,
+                            rules: sw.model.monitor_rules(&f.id, sh.path_bf),
+                        };
+                    }
+                    let rules = cached.rules;
+                    let n = m.count_ones();
+                    if let Some(d) = sw.model.monitor_n(&f.id, f.h, &mut sh, last, rules, n) {
+                        if self.reported.insert((s, d.flow)) {
+                            self.reports.push(HhReport {
+                                switch: s,
+                                flow: d.flow,
+                                path_bf: d.path_bf,
+                            });
+                            self.sent += 1;
+                        }
+                    }
+                    out[used] = (m, sh);
+                    used += 1;
+                }
+                parts[i] = out[0];
+                if used == 2 {
+                    parts.insert(i + 1, out[1]);
+                    i += 1;
+                }
+                i += 1;
             }
-            t += self.hop_latency_ns;
         }
         if w.park {
+            let shim = parts.first().map_or(Shim::default(), |p| p.1);
             self.parked.push(shim);
         }
     }

@@ -88,3 +88,120 @@ fn ipv6_flows_are_routed_and_counted() {
     assert_eq!(sim.stats.dropped, 0);
     assert!(sim.stats.delivered > 1000);
 }
+
+/// What a run leaves: the fabric's counts, every monitor's meters of the epochs run, and the
+/// HH digests, in order.
+fn run_outcome(sim: &mut SimFabric) -> (SimStats, Vec<(Usm, Dsm)>, Vec<HhReport>) {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    rt.block_on(async {
+        for epoch in 0..3 {
+            sim.set_epoch(epoch).await;
+            sim.wait(Duration::from_millis(60)).await;
+        }
+    });
+    let meters = sim
+        .net
+        .switches
+        .iter()
+        .flat_map(|s| (0..3).map(|e| s.model.meters_of(epoch_tag(e))))
+        .collect();
+    (sim.stats, meters, std::mem::take(&mut sim.net.reports))
+}
+
+use canary_core::sketch::{Dsm, Usm};
+
+/// A seed gives the same run on one thread (one side after the other) and on two (the
+/// switches' side behind the hosts'), with loss, monitored flows and HH rules in play.
+#[test]
+fn a_seed_gives_the_same_run_on_any_number_of_threads() {
+    let run = |threads: usize| {
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .build()
+            .unwrap();
+        pool.install(|| {
+            let mut sim = fabric(4);
+            assert_eq!(rayon::current_num_threads(), threads);
+            let n = sim.hosts.links.len();
+            for (i, l) in sim.hosts.links.iter_mut().enumerate() {
+                l.p = if i % 7 == 0 { 0.05 } else { 0.0 };
+                l.until_drop = gap(l.p, &mut sim.hosts.loss_rng);
+            }
+            assert!(n > 7);
+            // Every monitor reports heavy flows on any pathBF, and counts one flow per host.
+            let monitors: Vec<SwitchIx> = (0..sim.topo.switches.len() as SwitchIx)
+                .filter(|&s| sim.topo.switches[s as usize].monitor)
+                .collect();
+            for &s in &monitors {
+                for bf in 0..64u32 {
+                    let _ = sim
+                        .switch_mut(s)
+                        .apply(&canary_core::fabric::RuleOp::InstallHh {
+                            switch: s,
+                            path_bf: bf,
+                            eta: 20,
+                        });
+                }
+            }
+            let outcome = run_outcome(&mut sim);
+            (outcome, sim.net.runs_on_two_threads)
+        })
+    };
+    let ((one, sequential), (two, parallel)) = (run(1), run(2));
+    assert_eq!(sequential, 0);
+    assert_eq!(parallel, 3, "every run had more than a batch of work");
+    assert!(one.0.packets > 100_000, "{:?}", one.0);
+    assert!(one.0.dropped > 0, "{:?}", one.0);
+    assert_eq!(one, two);
+}
+
+/// A train crosses a lossy link as its packets would one by one: the same packets dropped, the
+/// same draws taken.
+#[test]
+fn a_train_is_dropped_as_its_packets_one_by_one() {
+    use super::hosts::drop_some;
+    use rand::Rng;
+    let mut sizes = ChaCha8Rng::seed_from_u64(3);
+    for p in [0.0, 0.01, 0.3, 0.9, 1.0] {
+        let (mut rng_a, mut rng_b) = (ChaCha8Rng::seed_from_u64(9), ChaCha8Rng::seed_from_u64(9));
+        let first = gap(p, &mut rng_a);
+        let _ = gap(p, &mut rng_b);
+        let mut a = LinkDrops {
+            p,
+            flows: 1.0,
+            until_drop: first,
+        };
+        let mut b = LinkDrops {
+            p,
+            flows: 1.0,
+            until_drop: first,
+        };
+        for _ in 0..2000 {
+            let n = sizes.random_range(1..=64u32);
+            let alive: u64 = sizes.random::<u64>() | 1;
+            let alive = if n == 64 {
+                alive
+            } else {
+                alive & ((1u64 << n) - 1)
+            };
+            let got = drop_some(alive, &mut a, &mut rng_a);
+            // One packet at a time, as `Hosts::walk` drops them.
+            let mut want = alive;
+            for i in 0..64 {
+                if alive >> i & 1 == 0 {
+                    continue;
+                }
+                if b.until_drop == 0 {
+                    b.until_drop = gap(p, &mut rng_b);
+                    want &= !(1 << i);
+                } else {
+                    b.until_drop -= 1;
+                }
+            }
+            assert_eq!(got, want, "p = {p}");
+            assert_eq!(a.until_drop, b.until_drop);
+        }
+    }
+}
