@@ -1,6 +1,8 @@
 //! Arguments `simulate` and `run` share: flow selection, detection and localization.
 
 use anyhow::Result;
+use canary_controller::cluster::wire::Parts;
+use canary_controller::cluster::ClusterConfig;
 use canary_core::decide::DecisionParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
@@ -96,5 +98,47 @@ pub fn share(s: &str) -> std::result::Result<f64, String> {
         Ok(v)
     } else {
         Err(format!("`{s}` is not between 0 and 1"))
+    }
+}
+
+/// Where the epoch's work runs when it is not all in this process.
+#[derive(Args, Clone, Debug)]
+pub struct ClusterArgs {
+    /// Run decoding, joins and localization on `canary worker`s through this NATS server
+    /// (with JetStream), e.g. nats://127.0.0.1:4222. Without it, everything runs here.
+    #[arg(long)]
+    pub cluster: Option<String>,
+    /// The run's name on the cluster (its stream and subjects); its workers give the same.
+    #[arg(long, default_value = "canary", requires = "cluster")]
+    pub run: String,
+    /// Partitions of the harvest, join and localizer stages: `H,J,L`. Each partition needs one
+    /// worker (`canary worker --role ... --partition N`).
+    #[arg(long, default_value = "3,2,2", value_parser = partitions, requires = "cluster")]
+    pub partitions: Parts,
+}
+
+impl ClusterArgs {
+    pub fn config(&self) -> Result<Option<(ClusterConfig, Parts)>> {
+        match &self.cluster {
+            None => Ok(None),
+            Some(url) => Ok(Some((ClusterConfig::new(url, &self.run)?, self.partitions))),
+        }
+    }
+}
+
+fn partitions(s: &str) -> std::result::Result<Parts, String> {
+    let n: Vec<u32> = s
+        .split(',')
+        .map(|x| x.trim().parse::<u32>().map_err(|e| format!("{x:?}: {e}")))
+        .collect::<std::result::Result<_, _>>()?;
+    match n[..] {
+        [harvest, join, localize] if harvest > 0 && join > 0 && localize > 0 => Ok(Parts {
+            harvest,
+            join,
+            localize,
+        }),
+        _ => Err(format!(
+            "{s:?}: three partition counts H,J,L, each at least 1"
+        )),
     }
 }

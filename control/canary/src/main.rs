@@ -8,6 +8,7 @@ mod role_gateway;
 mod run;
 mod scale;
 mod simulate;
+mod worker;
 
 use anyhow::Result;
 use canary_controller::setup::load_topology;
@@ -53,6 +54,8 @@ enum Command {
     /// Serve P4Runtime with roles in front of a switch whose own server has none (BMv2), so
     /// Canary (`run --role canary`) and the fabric's controller can each be primary.
     RoleGateway(role_gateway::RoleGatewayArgs),
+    /// One partition of a run's stages on a cluster.
+    Worker(worker::WorkerArgs),
 }
 
 fn main() -> Result<()> {
@@ -72,6 +75,7 @@ fn main() -> Result<()> {
         Some(Command::View(a)) => canary_controller::view::main(&a),
         Some(Command::Traffic(a)) => canary_lab::traffic_gen::main(&a),
         Some(Command::RoleGateway(a)) => role_gateway::command(a),
+        Some(Command::Worker(a)) => worker::command(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
             // The placement the topology has: the file's own unless --monitors overrides it.

@@ -1,6 +1,6 @@
 //! `canary simulate`: the whole pipeline on a simulated fabric, scored against its faults.
 
-use crate::args::{share, PipelineArgs};
+use crate::args::{share, ClusterArgs, PipelineArgs};
 use anyhow::{Context, Result};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
@@ -23,6 +23,8 @@ pub struct SimulateArgs {
     pub seed: u64,
     #[command(flatten)]
     pub pipeline: PipelineArgs,
+    #[command(flatten)]
+    pub cluster: ClusterArgs,
     /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
     #[arg(long)]
     pub quantile_groups: bool,
@@ -105,6 +107,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
         watch_dwell: p.watch_rounds,
+        cluster: a.cluster.config()?,
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);
     bar.set_style(

@@ -9,9 +9,10 @@
 //! 5. localize (multi-stage CD over sub-problems in parallel);
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
+use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts, WatchReport};
 use canary_core::decide::{Decider, LinkClearing, LinkTimeline};
-use canary_core::detect::{minus_meters, SegmentCount, Window, WindowCount};
+use canary_core::detect::{join, SegmentCount, SwitchRecords, Window, WindowCount};
 use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
 use canary_core::localize::{Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
@@ -63,6 +64,8 @@ pub struct Controller {
     watch_start: u64,
     /// Each segment's latest watch (used when watching in rounds).
     shown: LastShown,
+    /// The epoch's work on a cluster's workers instead of here.
+    cluster: Option<ClusterStages>,
 }
 
 impl Controller {
@@ -93,11 +96,17 @@ impl Controller {
             plan: None,
             watch_start: 0,
             shown: LastShown::new(segments.len()),
+            cluster: None,
             topo,
             segments,
             codec,
             cfg,
         }
+    }
+
+    /// Runs each epoch's decoding, joins and localization on `cluster`'s workers.
+    pub fn set_cluster(&mut self, cluster: ClusterStages) {
+        self.cluster = Some(cluster);
     }
 
     /// Per-segment counts of the last epoch.
@@ -211,17 +220,34 @@ impl Controller {
         fabric.wait(drain).await;
 
         let t0 = Instant::now();
-        let mut snapshots = Vec::new();
-        for (s, r) in fabric.harvest(finished).await {
-            match r {
-                Ok(snap) if !unreachable.contains(&s) => snapshots.push(snap),
+        // Each switch's meters are read into records as they arrive and dropped: the epoch
+        // holds records, never every switch's register image at once.
+        let mut records = Vec::new();
+        let mut failed = Vec::new();
+        let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
+        let cluster = &mut self.cluster;
+        let skip = &unreachable;
+        fabric
+            .harvest_each(finished, &mut |s, r| match r {
+                Ok(snap) if !skip.contains(&s) => match cluster {
+                    Some(c) => c.harvested(&snap),
+                    None => records.push(SwitchRecords::decode(segments, codec, &snap)),
+                },
                 Ok(_) => {}
                 Err(e) => {
-                    tracing::warn!(switch = self.topo.name_of(s), "harvest failed: {e}");
-                    unreachable.insert(s);
+                    tracing::warn!(switch = topo.name_of(s), "harvest failed: {e}");
+                    failed.push(s);
                 }
-            }
-        }
+            })
+            .await;
+        unreachable.extend(failed);
+        let answered: HashSet<SwitchIx> = match &self.cluster {
+            Some(c) => c.answered().collect(),
+            None => records.iter().map(|r| r.switch).collect(),
+        };
+        // In switch order, whatever order they answered in: the same epoch gives the same
+        // entries.
+        records.sort_by_key(|r| r.switch);
         let mut rules = RuleCounts::default();
         let deferred = self.selector.take_deferred();
         self.apply(fabric, &deferred, &mut rules).await;
@@ -249,7 +275,10 @@ impl Controller {
         let harvest = t0.elapsed();
 
         let t1 = Instant::now();
-        let mut det = minus_meters(&self.segments, &self.codec, &snapshots);
+        let mut det = match &mut self.cluster {
+            Some(c) => c.detect(finished).await,
+            None => join(&self.segments, &records),
+        };
         // A meter still counting while it was read means packets of the finished epoch were
         // in flight longer than the drain: its other flows may be short of packets that had not
         // arrived yet, which would read as loss. Its segments sit this epoch out.
@@ -295,7 +324,10 @@ impl Controller {
         let verdict = if incomplete.is_some() || self.first_sweep() {
             Verdict::default()
         } else {
-            self.localizer().localize(&self.topo, &obs)
+            match &mut self.cluster {
+                Some(c) => c.localize(finished, &obs).await,
+                None => self.localizer().localize(&self.topo, &obs),
+            }
         };
         let blamed_links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
         if incomplete.is_none() {
@@ -310,7 +342,7 @@ impl Controller {
         let answered: HashSet<SwitchIx> = if incomplete.is_some() {
             HashSet::new()
         } else {
-            snapshots.iter().map(|s| s.switch).collect()
+            answered
         };
         if let Some(p) = &self.plan {
             // Rules made now serve the epoch the switches count in since the flip.
@@ -367,7 +399,11 @@ impl Controller {
             },
             incomplete,
             watch: self.watch_report(),
+            cluster: self.cluster.as_ref().map(|c| c.epoch_report()),
         };
+        if let Some(c) = &mut self.cluster {
+            c.report(&report).await;
+        }
         self.epoch += 1;
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());

@@ -6,6 +6,7 @@
 //! The experiments that reproduce the papers live apart, in `canary-lab`; the `canary` command
 //! (package `canary`) dispatches to both.
 
+pub mod cluster;
 pub mod controller;
 pub mod daemon;
 pub mod draw;

@@ -70,6 +70,25 @@ pub struct EpochReport {
     /// epoch's round and the age of the evidence localization used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchReport>,
+    /// The epoch's work ran on a cluster's workers: what it waited for there.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cluster: Option<ClusterReport>,
+}
+
+/// An epoch's stages on the cluster (`canary run --cluster`, `canary worker`).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct ClusterReport {
+    /// From handing out the registers to having every join partition's share.
+    pub detect_ms: f64,
+    /// From handing out the observations to having every localizer partition's diagnoses.
+    pub localize_ms: f64,
+    /// Bytes the controller published and took this epoch.
+    pub bytes_out: u64,
+    pub bytes_in: u64,
+    /// Stages whose input JetStream had to hand out again because a worker was lost: the epoch
+    /// was late because of it (by up to the ack wait and the worker's restart), not wrong.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub redelivered: Vec<String>,
 }
 
 /// The round of segments an epoch watched, and how old every segment's evidence is.
@@ -122,6 +141,7 @@ impl EpochReport {
             phases_ms: Phases::default(),
             incomplete: Some(why),
             watch: None,
+            cluster: None,
         }
     }
 }

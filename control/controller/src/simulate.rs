@@ -1,6 +1,8 @@
 //! `canary simulate`: the whole pipeline on the simulated fabric, scored against the injected
 //! faults. The controller sees only what the meters recorded, through the `Fabric` trait.
 
+use crate::cluster::wire::Parts;
+use crate::cluster::{ClusterConfig, ClusterStages};
 use crate::controller::{localizer_params, Controller, ControllerConfig};
 use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
 use crate::setup::{load_faults, load_topology, prepare};
@@ -42,6 +44,8 @@ pub struct SimulateOptions {
     pub pathbf: PathBfParams,
     /// Watch segments in rounds of this many epochs when the switches cannot count them all.
     pub watch_dwell: Option<u32>,
+    /// Run decoding, joins and localization on a cluster's workers.
+    pub cluster: Option<(ClusterConfig, Parts)>,
 }
 
 impl Default for SimulateOptions {
@@ -67,6 +71,7 @@ impl Default for SimulateOptions {
             mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
             ipv6_share: 0.0,
             pathbf: PathBfParams::default(),
+            cluster: None,
         }
     }
 }
@@ -172,9 +177,24 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         watch_dwell: opts.watch_dwell,
     };
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
-    let rt = tokio::runtime::Builder::new_current_thread().build()?;
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()?;
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     rt.block_on(async {
+        if let Some((cluster, parts)) = &opts.cluster {
+            let stages = ClusterStages::start(
+                cluster.clone(),
+                &ctl.topo,
+                &ctl.segments,
+                &ctl.codec,
+                opts.pathbf,
+                ctl.cfg.canary.clone(),
+                *parts,
+            )
+            .await?;
+            ctl.set_cluster(stages);
+        }
         ctl.start(&mut fabric).await;
         for e in 0..opts.epochs {
             // The faults as the schedule has them in this epoch (and their share of flows).
@@ -183,7 +203,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
             on_epoch(&r);
             epochs.push(r);
         }
-    });
+        anyhow::Ok(())
+    })?;
     let result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
     Ok(FullRun {
         result,

@@ -15,15 +15,10 @@
 //! `lost = (USM − DSM) mod 2³²` is right even when the USM register wrapped, and the flow's true
 //! sent count is `DSM + lost`.
 
-use crate::fabric::MeterSnapshot;
-use crate::pathbf::{DecodedId, PathBfCodec};
-use crate::sketch::{CleanLookup, FlowHashes};
 use crate::topo::{LinkIx, SegmentId, Segments, SwitchIx};
 use crate::FlowId;
-use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashMap, VecDeque};
-use std::hash::{BuildHasherDefault, Hasher};
+use std::collections::{BTreeMap, VecDeque};
 
 /// One minus-meter entry: a monitored flow's packets sent into and lost on its segment.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
@@ -60,6 +55,16 @@ impl MmEntries {
             Some(last) => last.push(e),
             None => self.parts.push(vec![e]),
         }
+    }
+
+    /// The entries as the parts they were made in (one per upstream switch's lookups).
+    pub fn into_parts(self) -> Vec<Vec<MmEntry>> {
+        self.parts
+    }
+
+    /// Entries made in `parts`, in that order.
+    pub fn from_parts(parts: Vec<Vec<MmEntry>>) -> Self {
+        MmEntries { parts }
     }
 
     /// All entries in one vector, in order.
@@ -175,269 +180,11 @@ impl EpochDetection {
     }
 }
 
-/// Algorithm 3 over every harvested monitor. `snapshots` holds the switches that answered.
-///
-/// Done in two parallel passes so that each meter is read where it lives rather than at random:
-/// first every downstream switch reads its clean DSM records (hashing each flow once), decodes
-/// them and buckets them by upstream switch; then every upstream switch looks up, in its own
-/// USM, the records addressed to it. (Looking each record up in its upstream USM as it comes
-/// scatters reads over all meters, 9 GB at k = 32, where nearly every read missed cache and TLB.)
-/// The results are those of looking each clean DSM record up at once; the tests hold it to that.
-///
-/// `entries` come grouped by upstream switch (in `snapshots` order), then by downstream switch
-/// (in `snapshots` order); within a group, in DSM bucket order. The meters are read in position
-/// order (see [`Dsm::clean_flows_hashed`] and [`Usm::clean_lookups`]).
-///
-/// [`Dsm::clean_flows_hashed`]: crate::sketch::Dsm::clean_flows_hashed
-/// [`Usm::clean_lookups`]: crate::sketch::Usm::clean_lookups
-pub fn minus_meters(
-    segments: &Segments,
-    codec: &PathBfCodec,
-    snapshots: &[MeterSnapshot],
-) -> EpochDetection {
-    let switches = snapshots
-        .iter()
-        .map(|s| s.switch as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let mut harvested = vec![false; switches];
-    for s in snapshots {
-        harvested[s.switch as usize] = true;
-    }
-    let upstream_of: Vec<SwitchIx> = segments.list.par_iter().map(|s| s.upstream()).collect();
-    let ctx = DecodeCtx {
-        codec,
-        upstream_of: &upstream_of,
-        harvested: &harvested,
-    };
-    let decoded: Vec<ByUpstream> = snapshots
-        .par_iter()
-        .map(|snap| decode_dsm(&ctx, snap))
-        .collect();
-    let mut looked_up: Vec<LookedUp> = snapshots
-        .par_iter()
-        .map(|snap| lookup_usm(snap, &decoded))
-        .collect();
-    let mut out = EpochDetection::default();
-    for (i, snap) in snapshots.iter().enumerate() {
-        let torn = decoded[i].anomalies.torn + looked_up[i].anomalies.torn;
-        if torn > 0 {
-            *out.torn_at.entry(snap.switch).or_default() += torn;
-        }
-    }
-    for d in &decoded {
-        out.anomalies.add(&d.anomalies);
-    }
-    let mut dense = vec![SegmentCount::default(); segments.list.len()];
-    for l in &mut looked_up {
-        out.anomalies.add(&l.anomalies);
-        for &(s, c) in &l.sums {
-            let t = &mut dense[s as usize];
-            t.sent += c.sent;
-            t.lost += c.lost;
-            t.flows += c.flows;
-        }
-        out.entries.parts.push(std::mem::take(&mut l.entries));
-    }
-    out.segments = dense
-        .into_iter()
-        .enumerate()
-        .filter(|(_, c)| c.flows > 0)
-        .map(|(s, c)| (s as SegmentId, c))
-        .collect();
-    out
-}
+mod join;
+mod records;
 
-/// What the first pass needs besides the snapshot.
-struct DecodeCtx<'a> {
-    codec: &'a PathBfCodec,
-    upstream_of: &'a [SwitchIx],
-    harvested: &'a [bool],
-}
-
-/// A clean DSM record decoded to its segment, waiting for its upstream count.
-#[derive(Clone, Copy)]
-struct Pending {
-    flow: FlowId,
-    h: FlowHashes,
-    segment: SegmentId,
-    count: u32,
-}
-
-/// One downstream switch's pending records, grouped by upstream switch.
-struct ByUpstream {
-    records: Vec<Pending>,
-    /// Records for upstream switch `u` are `records[start[u]..start[u + 1]]`.
-    start: Vec<u32>,
-    anomalies: Anomalies,
-}
-
-impl ByUpstream {
-    fn to(&self, u: SwitchIx) -> &[Pending] {
-        let u = u as usize;
-        &self.records[self.start[u] as usize..self.start[u + 1] as usize]
-    }
-}
-
-/// First pass, one downstream switch: clean DSM records decoded, grouped by upstream switch
-/// (a counting sort).
-fn decode_dsm(ctx: &DecodeCtx, snap: &MeterSnapshot) -> ByUpstream {
-    let mut a = Anomalies {
-        dirty_dsm_buckets: snap.dsm.dirty_buckets() as u64,
-        dirty_usm_buckets: snap.usm.dirty_buckets() as u64,
-        ..Default::default()
-    };
-    let flows = snap.dsm.clean_flows_scan();
-    a.torn += flows.torn();
-    // Decode every record once, count records per upstream switch, then place them in
-    // upstream order (a counting sort through their indices, so each record is copied once).
-    const DROPPED: (SwitchIx, SegmentId) = (SwitchIx::MAX, 0);
-    let mut decoded = Vec::with_capacity(flows.len());
-    let mut start = vec![0u32; ctx.harvested.len() + 1];
-    for i in 0..flows.len() {
-        let (rec, _) = flows.get(i);
-        let routed = route(ctx, snap.switch, rec.path_bf, &mut a);
-        if let Some((upstream, _)) = routed {
-            start[upstream as usize + 1] += 1;
-        }
-        decoded.push(routed.unwrap_or(DROPPED));
-    }
-    for i in 1..start.len() {
-        start[i] += start[i - 1];
-    }
-    let mut next = start.clone();
-    let mut order = vec![0u32; start[start.len() - 1] as usize];
-    for (i, &(u, _)) in decoded.iter().enumerate() {
-        if u != DROPPED.0 {
-            let slot = &mut next[u as usize];
-            order[*slot as usize] = i as u32;
-            *slot += 1;
-        }
-    }
-    let records = order
-        .into_iter()
-        .map(|i| {
-            let (rec, h) = flows.get(i as usize);
-            Pending {
-                flow: rec.flow,
-                h,
-                segment: decoded[i as usize].1,
-                count: rec.count,
-            }
-        })
-        .collect();
-    ByUpstream {
-        records,
-        start,
-        anomalies: a,
-    }
-}
-
-/// The segment a clean DSM record's pathBF names and that segment's upstream switch, if the
-/// record can be used; otherwise counts why not.
-fn route(
-    ctx: &DecodeCtx,
-    switch: SwitchIx,
-    path_bf: u32,
-    a: &mut Anomalies,
-) -> Option<(SwitchIx, SegmentId)> {
-    let segment = match ctx.codec.decode_id(switch, path_bf) {
-        DecodedId::Segment(s) => s,
-        DecodedId::Ambiguous => {
-            a.ambiguous += 1;
-            return None;
-        }
-        DecodedId::Unknown => {
-            a.undecodable += 1;
-            return None;
-        }
-    };
-    let upstream = ctx.upstream_of[segment as usize];
-    if !ctx
-        .harvested
-        .get(upstream as usize)
-        .copied()
-        .unwrap_or(false)
-    {
-        a.upstream_missing += 1;
-        return None;
-    }
-    Some((upstream, segment))
-}
-
-/// Second pass' result for one upstream switch.
-struct LookedUp {
-    entries: Vec<MmEntry>,
-    /// Per-segment sums of `entries`.
-    sums: Vec<(SegmentId, SegmentCount)>,
-    anomalies: Anomalies,
-}
-
-/// Second pass, one upstream switch: its USM counts for every record addressed to it.
-fn lookup_usm(snap: &MeterSnapshot, decoded: &[ByUpstream]) -> LookedUp {
-    let u = snap.switch;
-    let mut a = Anomalies::default();
-    let pending: Vec<&Pending> = decoded.iter().flat_map(|d| d.to(u)).collect();
-    let found = snap.usm.clean_lookups(&pending, |p| (&p.flow, p.h));
-    let mut entries = Vec::with_capacity(pending.len());
-    let mut sums: HashMap<SegmentId, SegmentCount, BuildHasherDefault<IdHasher>> =
-        HashMap::default();
-    for (p, found) in pending.into_iter().zip(found) {
-        let usm_count = match found {
-            CleanLookup::Count(c) => c,
-            CleanLookup::Missing => {
-                a.no_clean_usm += 1;
-                continue;
-            }
-            CleanLookup::Torn => {
-                a.torn += 1;
-                continue;
-            }
-        };
-        let lost = usm_count.wrapping_sub(p.count);
-        if lost > u32::MAX / 2 {
-            a.negative_loss += 1;
-            continue;
-        }
-        let e = MmEntry {
-            flow: p.flow,
-            segment: p.segment,
-            sent: p.count as u64 + lost as u64,
-            lost: lost as u64,
-        };
-        let c = sums.entry(e.segment).or_default();
-        c.sent += e.sent;
-        c.lost += e.lost;
-        c.flows += 1;
-        entries.push(e);
-    }
-    LookedUp {
-        entries,
-        sums: sums.into_iter().collect(),
-        anomalies: a,
-    }
-}
-
-/// FxHash-style hasher for small integer keys (segment ids): SipHash costs more than the sums.
-#[derive(Default)]
-struct IdHasher(u64);
-
-impl Hasher for IdHasher {
-    fn write(&mut self, bytes: &[u8]) {
-        for &b in bytes {
-            self.write_u64(u64::from(b));
-        }
-    }
-    fn write_u32(&mut self, x: u32) {
-        self.write_u64(u64::from(x));
-    }
-    fn write_u64(&mut self, x: u64) {
-        self.0 = (self.0.rotate_left(5) ^ x).wrapping_mul(0x517c_c1b7_2722_0a95);
-    }
-    fn finish(&self) -> u64 {
-        self.0
-    }
-}
+pub use join::{join, minus_meters, partition_of};
+pub use records::{DsmEntry, SwitchRecords, UsmEntry};
 
 /// A segment's counts over a window of epochs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -141,6 +141,9 @@ pub enum SwitchError {
 /// The per-switch outcome of an operation on many switches.
 pub type SwitchResult<T> = Result<T, SwitchError>;
 
+/// What takes each switch's harvest as it arrives ([`Fabric::harvest_each`]).
+pub type Sink<'a> = dyn FnMut(SwitchIx, SwitchResult<MeterSnapshot>) + Send + 'a;
+
 /// What the controller needs of a fabric of monitor switches.
 ///
 /// Time is the fabric's: the simulator advances simulated time in [`Fabric::wait`], real
@@ -158,9 +161,17 @@ pub trait Fabric {
     /// buckets tagged with `model::epoch_tag(epoch)`).
     async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)>;
     /// Reads every monitor's USM and DSM counts of `epoch` (finished: the monitors count in the
-    /// next one); also clears HashPipe, so heavy hitters are those of the last epoch, not of
+    /// next one), handing each switch's answer to `sink` as it comes, so a caller can reduce
+    /// each to what it needs (`detect::SwitchRecords`) and drop the register image before the
+    /// next arrives. Also clears HashPipe, so heavy hitters are those of the last epoch, not of
     /// all time. The meters need no clearing: epoch tags retire old counts.
-    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)>;
+    async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>);
+    /// [`Fabric::harvest_each`], every answer kept.
+    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+        let mut out = Vec::new();
+        self.harvest_each(epoch, &mut |s, r| out.push((s, r))).await;
+        out
+    }
     /// Applies rule changes in order; returns the ones that failed.
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;
     /// HH reports received since the last call.

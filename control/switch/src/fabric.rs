@@ -31,13 +31,12 @@ use crate::entries::{self, Change, Write};
 use crate::meters;
 use crate::rule_ids::RuleIds;
 use canary_core::capacity::Capacity;
-use canary_core::fabric::{
-    Fabric, HhReport, MeterSnapshot, Resumed, RuleOp, SwitchError, SwitchResult,
-};
+use canary_core::fabric::{Fabric, HhReport, Resumed, RuleOp, Sink, SwitchError, SwitchResult};
 use canary_core::model::{epoch_tag, SwitchConfig};
 use canary_core::sketch::{Dsm, Usm};
 use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
 use futures::future::join_all;
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Debug)]
@@ -326,43 +325,47 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
         out
     }
 
-    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+    async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>) {
         let (deadline, attach_only) = (self.opts.harvest_deadline, self.opts.attach_only);
-        let results = join_all(
-            self.slots
-                .iter_mut()
-                .filter(|s| s.monitor)
-                .map(|slot| harvest_one(slot, epoch, deadline, attach_only)),
-        )
-        .await;
-        let monitors: Vec<(SwitchIx, bool)> = self
+        let mut failed = Vec::new();
+        let (mut stale, mut late) = (0u64, 0u64);
+        // Every monitor at once; each answer goes on as soon as it is in.
+        let mut harvests: FuturesUnordered<_> = self
             .slots
-            .iter()
+            .iter_mut()
             .filter(|s| s.monitor)
-            .map(|s| (s.ix, s.driver.connected()))
+            .map(|slot| async move {
+                let r = harvest_one(slot, epoch, deadline, attach_only).await;
+                (slot.ix, slot.driver.connected(), r)
+            })
             .collect();
-        let mut out = Vec::new();
-        for ((ix, connected), r) in monitors.into_iter().zip(results) {
+        while let Some((ix, connected, r)) = harvests.next().await {
             let r = match r {
                 // A stream that broke during the epoch means the switch may have restarted
                 // since the flip: its counts cannot be trusted.
                 Ok(_) if !connected => Err(SwitchError::Unreachable(
                     "lost the connection during the epoch".into(),
                 )),
-                Ok((snap, stale)) => {
-                    self.counters.stale_cells_cleared += stale as u64;
+                Ok((snap, n)) => {
+                    stale += n as u64;
                     Ok(snap)
                 }
-                Err((e, late)) => {
-                    self.counters.harvests_late += u64::from(late);
+                Err((e, was_late)) => {
+                    late += u64::from(was_late);
                     Err(e)
                 }
             };
             if let Err(e) = &r {
-                self.counters.harvest_errors += 1;
-                self.note(ix, e);
+                failed.push((ix, e.clone()));
             }
-            out.push((ix, r));
+            sink(ix, r);
+        }
+        drop(harvests);
+        self.counters.stale_cells_cleared += stale;
+        self.counters.harvests_late += late;
+        for (ix, e) in failed {
+            self.counters.harvest_errors += 1;
+            self.note(ix, &e);
         }
         // Transit switches that went away during the epoch also spoil the segments they carry.
         let lost: Vec<SwitchIx> = self
@@ -377,7 +380,6 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
                 &SwitchError::Unreachable("lost the connection during the epoch".into()),
             );
         }
-        out
     }
 
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {

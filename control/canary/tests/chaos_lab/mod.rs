@@ -8,7 +8,7 @@ use canary_controller::report::EpochReport;
 use canary_controller::setup::{load_topology, prepare, Prepared};
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{
-    Fabric, HhReport, MeterSnapshot, Resumed, RuleOp, SwitchError, SwitchResult,
+    Fabric, HhReport, MeterSnapshot, Resumed, RuleOp, Sink, SwitchError, SwitchResult,
 };
 use canary_core::model::epoch_tag;
 use canary_core::pathbf::PathBfParams;
@@ -78,7 +78,30 @@ impl Fabric for Checked<'_> {
     async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
         self.inner.set_epoch(epoch).await
     }
-    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
+    async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>) {
+        for (s, r) in self.checked_harvest(epoch).await {
+            sink(s, r);
+        }
+    }
+    async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
+        self.inner.apply(ops).await
+    }
+    fn take_resumed(&mut self) -> Option<Resumed> {
+        self.inner.take_resumed()
+    }
+    async fn take_reports(&mut self) -> Vec<HhReport> {
+        self.inner.take_reports().await
+    }
+    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
+        self.inner.health().await
+    }
+}
+
+impl Checked<'_> {
+    async fn checked_harvest(
+        &mut self,
+        epoch: u64,
+    ) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
         // Switches whose buckets may hold rules of a controller before this one (just adopted).
         let adopted: Vec<bool> = (0..self.topo.switches.len())
             .map(|s| self.inner.rule_ids(s as SwitchIx).unknown_ok())
@@ -116,18 +139,6 @@ impl Fabric for Checked<'_> {
             }
         }
         out
-    }
-    async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
-        self.inner.apply(ops).await
-    }
-    fn take_resumed(&mut self) -> Option<Resumed> {
-        self.inner.take_resumed()
-    }
-    async fn take_reports(&mut self) -> Vec<HhReport> {
-        self.inner.take_reports().await
-    }
-    async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
-        self.inner.health().await
     }
 }
 

@@ -1,8 +1,11 @@
 use super::*;
-use crate::fabric::Parity;
+use crate::fabric::{MeterSnapshot, Parity};
+use crate::pathbf::PathBfCodec;
 use crate::pathbf::PathBfParams;
+use crate::sketch::{CleanLookup, FlowHashes};
 use crate::sketch::{Dsm, MeterConfig, Usm};
 use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Topology};
+use std::collections::HashMap;
 
 fn setup() -> (Topology, Segments, PathBfCodec) {
     let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
@@ -432,4 +435,46 @@ fn n_prime_filter_treats_rarely_lossy_segments_as_loss_free() {
         "lost in 1 of 5 epochs < n' = 3"
     );
     assert!((obs.segments[1].success - (1.0 - 15.0 / 5000.0)).abs() < 1e-12);
+}
+
+/// Splitting every switch's records over partitions and joining each partition alone gives
+/// the whole epoch's entries and counts.
+#[test]
+fn the_parts_of_every_partition_join_to_the_whole() {
+    for seed in 0..40 {
+        let (s, c, snaps) = random_epoch(seed, 3, 16, 120, (seed % 8) as u32);
+        let records: Vec<SwitchRecords> = snaps
+            .iter()
+            .map(|x| SwitchRecords::decode(&s, &c, x))
+            .collect();
+        let whole = join(&s, &records);
+        for parts in [1u32, 2, 3, 5] {
+            let mut by_part: Vec<Vec<SwitchRecords>> = vec![Vec::new(); parts as usize];
+            for r in records.clone() {
+                for (p, part) in r.split(|sw| partition_of(sw, parts)) {
+                    by_part[p as usize].push(part);
+                }
+            }
+            let mut counts = std::collections::BTreeMap::<SegmentId, SegmentCount>::new();
+            let mut entries = Vec::new();
+            let mut anomalies = Anomalies::default();
+            for part in &by_part {
+                let d = join(&s, part);
+                for (seg, c) in d.segments {
+                    let t = counts.entry(seg).or_default();
+                    t.sent += c.sent;
+                    t.lost += c.lost;
+                    t.flows += c.flows;
+                }
+                entries.extend(d.entries.to_vec());
+                anomalies.add(&d.anomalies);
+            }
+            let mut want = whole.entries.to_vec();
+            want.sort_by_key(|e| (e.segment, e.flow, e.sent));
+            entries.sort_by_key(|e| (e.segment, e.flow, e.sent));
+            assert_eq!(entries, want, "seed {seed}, {parts} parts");
+            assert_eq!(counts, whole.segments, "seed {seed}, {parts} parts");
+            assert_eq!(anomalies, whole.anomalies, "seed {seed}, {parts} parts");
+        }
+    }
 }

@@ -48,7 +48,7 @@ pub use detector::{
 pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
 pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
-pub use segments::{Canary, CdOnSegments};
+pub use segments::{Canary, CdOnSegments, SubVerdict};
 pub use vote007::{FlowReport007, Vote007, Vote007Params, VoteTotal};
 
 use crate::topo::{LinkIx, Topology};

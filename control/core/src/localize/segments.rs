@@ -9,6 +9,7 @@ use super::{BlamedLink, Localizer, Verdict};
 use crate::detect::Observations;
 use crate::topo::{LinkIx, Topology};
 use rayon::prelude::*;
+use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 
 /// Canary: multi-stage CD (Sec. III-F).
@@ -24,9 +25,25 @@ pub struct CdOnSegments {
     pub params: CanaryParams,
 }
 
+/// One sub-problem's diagnosis, on global links: what a localizer worker answers for each of
+/// its sub-problems ([`Canary::diagnose`]).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SubVerdict {
+    pub subproblem: u32,
+    /// Global link of each local link index of the diagnosis.
+    pub links: Vec<LinkIx>,
+    pub diagnosis: Diagnosis,
+}
+
 /// Sub-problems with a lossy segment, in sub-problem order, and the local→global link map of
 /// each.
 pub fn build(obs: &Observations) -> (Vec<SubProblem>, Vec<Vec<LinkIx>>) {
+    let (_, subs, globals) = build_numbered(obs);
+    (subs, globals)
+}
+
+/// [`build`], with each sub-problem's number.
+fn build_numbered(obs: &Observations) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<LinkIx>>) {
     let subs = obs
         .segments
         .iter()
@@ -42,11 +59,17 @@ pub fn build(obs: &Observations) -> (Vec<SubProblem>, Vec<Vec<LinkIx>>) {
         }
     }
     // Sub-problems are built in parallel (at k = 48 they hold 2 M segments between them).
-    by_sub
+    let (numbers, built): (Vec<u32>, Vec<(SubProblem, Vec<LinkIx>)>) = by_sub
         .into_par_iter()
-        .filter(|idx| idx.iter().any(|&i| obs.segments[i].success < 1.0))
-        .map(|idx| one_subproblem(obs, weak_pins_yield(obs, could_show_the_loss(obs, idx))))
-        .unzip()
+        .enumerate()
+        .filter(|(_, idx)| idx.iter().any(|&i| obs.segments[i].success < 1.0))
+        .map(|(n, idx)| {
+            let sub = one_subproblem(obs, weak_pins_yield(obs, could_show_the_loss(obs, idx)));
+            (n as u32, sub)
+        })
+        .unzip();
+    let (subs, globals) = built.into_iter().unzip();
+    (numbers, subs, globals)
 }
 
 /// Local link ids in the order the segments first name them.
@@ -178,15 +201,42 @@ pub fn merge(globals: &[Vec<LinkIx>], diags: &[Diagnosis], stages: usize) -> Ver
     }
 }
 
+impl Canary {
+    /// The diagnosis of every sub-problem of `obs` with a lossy segment, each alone: what
+    /// [`Localizer::localize`] merges. Sub-problems share nothing, so any split of the
+    /// observations by sub-problem, diagnosed apart, gives the same diagnoses.
+    pub fn diagnose(&self, obs: &Observations) -> Vec<SubVerdict> {
+        let (numbers, subs, globals) = build_numbered(obs);
+        let diags = localize_all(&subs, &self.params);
+        numbers
+            .into_iter()
+            .zip(globals)
+            .zip(diags)
+            .map(|((subproblem, links), diagnosis)| SubVerdict {
+                subproblem,
+                links,
+                diagnosis,
+            })
+            .collect()
+    }
+
+    /// The verdict of diagnoses made anywhere ([`Canary::diagnose`]), as one localization of
+    /// all their observations gives it.
+    pub fn verdict(&self, mut subs: Vec<SubVerdict>) -> Verdict {
+        subs.sort_by_key(|s| s.subproblem);
+        let (globals, diags): (Vec<Vec<LinkIx>>, Vec<Diagnosis>) =
+            subs.into_iter().map(|s| (s.links, s.diagnosis)).unzip();
+        merge(&globals, &diags, self.params.groups.len().max(1))
+    }
+}
+
 impl Localizer for Canary {
     type Input = Observations;
     fn name(&self) -> &'static str {
         "canary"
     }
     fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
-        let (subs, globals) = build(obs);
-        let diags = localize_all(&subs, &self.params);
-        merge(&globals, &diags, self.params.groups.len().max(1))
+        self.verdict(self.diagnose(obs))
     }
 }
 
@@ -248,6 +298,64 @@ mod tests {
         };
         assert_eq!(localize(19), vec![0]);
         assert_eq!(localize(1368), Vec::<LinkIx>::new(), "both pins strong");
+    }
+
+    /// Diagnosed in any split by sub-problem (as localizer workers do), the verdict is the
+    /// one localization of everything gives: on a k = 8 fat-tree with a tenth of its links
+    /// losing packets, split two and three ways.
+    #[test]
+    fn diagnoses_split_by_sub_problem_make_the_same_verdict() {
+        use crate::detect::{observations, WindowCount};
+        use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Segments};
+        use rand::{Rng, SeedableRng};
+        let topo = fattree(8, MonitorPlacement::TopAndBottom).unwrap();
+        let segments = Segments::new(&topo, &Routing::new(&topo));
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(5);
+        let loss: Vec<f64> = (0..topo.links.len())
+            .map(|_| {
+                if rng.random_bool(0.1) {
+                    rng.random_range(0.001..0.3)
+                } else {
+                    0.0
+                }
+            })
+            .collect();
+        let totals = segments
+            .list
+            .iter()
+            .enumerate()
+            .map(|(i, s)| {
+                let sent = rng.random_range(200..3000u64);
+                let ok: f64 = s.links.iter().map(|&l| 1.0 - loss[l as usize]).product();
+                let lost = ((1.0 - ok) * sent as f64).round() as u64;
+                let c = WindowCount {
+                    sent,
+                    lost,
+                    epochs: 1,
+                    lossy_epochs: u32::from(lost > 0),
+                };
+                (i as u32, c)
+            })
+            .collect();
+        let obs = observations(&segments, &totals, 1);
+        let canary = Canary::default();
+        let whole = canary.localize(&topo, &obs);
+        assert!(whole.blamed.len() > 5, "{whole:?}");
+        for parts in [2u32, 3] {
+            let mut subs = Vec::new();
+            for p in (0..parts).rev() {
+                let part = Observations {
+                    segments: obs
+                        .segments
+                        .iter()
+                        .filter(|s| s.subproblem % parts == p)
+                        .cloned()
+                        .collect(),
+                };
+                subs.extend(canary.diagnose(&part));
+            }
+            assert_eq!(canary.verdict(subs), whole, "{parts} parts");
+        }
     }
 
     /// A faint fault on link 1, seen by two segments {0, 1} and {2, 1}: the first lost in enough

@@ -41,5 +41,5 @@ pub use hash::{
 pub use hashpipe::{fingerprint, HashPipe, HashPipeConfig, HashPipeSlot, HASHPIPE_ENTRY_BITS};
 pub use meter::{
     p_clean, Bucket, CleanFlows, CleanLookup, Dsm, DsmBucket, DsmRecord, Meter, MeterConfig, Usm,
-    UsmBucket, DSM_BUCKET_BITS, USM_BUCKET_BITS,
+    UsmBucket, UsmRecord, DSM_BUCKET_BITS, USM_BUCKET_BITS,
 };

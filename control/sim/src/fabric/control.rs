@@ -3,7 +3,7 @@
 use super::{switch_down, SimFabric};
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{
-    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, SwitchError, SwitchResult,
+    Fabric, HhReport, MeterSnapshot, Parity, RuleOp, Sink, SwitchError, SwitchResult,
 };
 use canary_core::model::epoch_tag;
 use canary_core::topo::SwitchIx;
@@ -43,19 +43,18 @@ impl Fabric for SimFabric {
         out
     }
 
-    async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {
-        let mut out = Vec::new();
+    async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>) {
         for (s, sw) in self.net.switches.iter_mut().enumerate() {
             if !sw.model.config().monitor {
                 continue;
             }
             if sw.down {
-                out.push((s as SwitchIx, Err(switch_down())));
+                sink(s as SwitchIx, Err(switch_down()));
                 continue;
             }
             let (usm, dsm) = sw.model.meters_of(epoch_tag(epoch));
             sw.model.clear_hashpipe();
-            out.push((
+            sink(
                 s as SwitchIx,
                 Ok(MeterSnapshot {
                     switch: s as SwitchIx,
@@ -64,9 +63,8 @@ impl Fabric for SimFabric {
                     usm,
                     dsm,
                 }),
-            ));
+            );
         }
-        out
     }
 
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {

@@ -29,6 +29,27 @@ proptest! {
     }
 
     #[test]
+    fn hashpipe_update_n_is_n_updates(pkts in traffic()) {
+        // Two entries per stage: flows collide, evict and swap all the time.
+        let cfg = HashPipeConfig::new(3, 2, 1024).unwrap();
+        let mut fast = HashPipe::new(cfg).unwrap();
+        let mut slow = fast.clone();
+        for (f, _, n) in pkts {
+            let n = n + 1;
+            let h = FlowHashes::of(&flow(f));
+            let (first, last) = fast.update_n(h, n);
+            let counts: Vec<u32> = (0..n).map(|_| slow.update(h)).collect();
+            prop_assert_eq!(first, counts[0]);
+            prop_assert_eq!(last, counts[counts.len() - 1]);
+            // After the first, each packet reports one more than the one before.
+            for w in counts[1..].windows(2) {
+                prop_assert_eq!(w[1], w[0] + 1);
+            }
+            prop_assert_eq!(&fast, &slow);
+        }
+    }
+
+    #[test]
     fn usm_update_n_is_n_updates(pkts in traffic()) {
         let mut fast = Usm::new(small_meter()).unwrap();
         let mut slow = fast.clone();
@@ -108,11 +129,13 @@ proptest! {
         }
         let plain: Vec<DsmRecord> = hashed.into_iter().map(|(r, _)| r).collect();
         prop_assert_eq!((plain, torn), dsm.clean_flows_checked());
-        let keys: Vec<(FlowId, FlowHashes)> =
-            (0..14).map(|i| (flow(i), FlowHashes::of(&flow(i)))).collect();
-        let many = usm.clean_lookups(&keys, |(f, h)| (f, *h));
-        for ((f, h), got) in keys.iter().zip(many) {
-            prop_assert_eq!(got, usm.clean_lookup(f, *h));
+        // The USM read out says of every flow what looking the flow up says.
+        let read: HashMap<FlowId, CleanLookup> = usm.clean_flows().into_iter().collect();
+        prop_assert_eq!(read.len(), usm.clean_flows().len(), "one entry per flow");
+        for i in 0..14 {
+            let f = flow(i);
+            let got = read.get(&f).copied().unwrap_or(CleanLookup::Missing);
+            prop_assert_eq!(got, usm.clean_lookup(&f, FlowHashes::of(&f)));
         }
     }
 

@@ -1,0 +1,269 @@
+//! The epoch's work on a cluster: a real `nats-server` with JetStream on loopback, three
+//! harvest workers, two join-and-localize workers and a reporter, all `canary worker`
+//! processes, and `canary simulate --cluster` as the controller over a simulated k = 8 fabric
+//! with faults. The reports equal the single-process run's, epoch for epoch, and stay so when a
+//! harvest worker and a localizer worker are SIGKILLed mid-run and started again. Prints `SKIP`
+//! and passes where `nats-server` is missing (`.ci/run` installs Debian's).
+
+use canary_testkit::{on_path, skip};
+use serde_json::Value;
+use std::net::{TcpListener, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+const EPOCHS: usize = 20;
+const RUN: [&str; 10] = [
+    "simulate",
+    "--topology",
+    "fattree:8",
+    "--faults",
+    "random:10%",
+    "--seed",
+    "3",
+    "--epochs",
+    "20",
+    "-q",
+];
+
+/// A process killed when dropped.
+struct Proc(Child);
+
+impl Drop for Proc {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+fn nats_server(dir: &Path) -> (Proc, String) {
+    let port = free_port();
+    let log = std::fs::File::create(dir.join("nats.log")).unwrap();
+    let child = Command::new("nats-server")
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .arg(dir.join("jetstream"))
+        .stdout(log.try_clone().unwrap())
+        .stderr(log)
+        .spawn()
+        .expect("nats-server starts");
+    let t = Instant::now();
+    while TcpStream::connect(("127.0.0.1", port)).is_err() {
+        assert!(
+            t.elapsed() < Duration::from_secs(10),
+            "nats-server did not listen"
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    (Proc(child), format!("nats://127.0.0.1:{port}"))
+}
+
+/// `canary worker` with `roles` on `partition`, logging to `dir/<name>.log`.
+fn worker(dir: &Path, url: &str, name: &str, roles: &str, partition: u32) -> Proc {
+    let log = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.join(format!("{name}.log")))
+        .unwrap();
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
+    cmd.args(["worker", "--cluster", url, "--run", "t", "--role", roles])
+        .args(["--partition", &partition.to_string()])
+        .env("RUST_LOG", "info")
+        .stdout(Stdio::null())
+        .stderr(log);
+    if roles == "report" {
+        cmd.arg("--report").arg(dir.join("epochs.jsonl"));
+    }
+    Proc(cmd.spawn().expect("canary worker starts"))
+}
+
+fn report_lines(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str(l).expect("a report line is JSON"))
+        .collect()
+}
+
+/// An epoch's report without what depends on the machine's speed: its phases' times and what
+/// it waited for on the cluster.
+fn deterministic(mut e: Value) -> Value {
+    let o = e.as_object_mut().unwrap();
+    o.remove("phases_ms");
+    o.remove("cluster");
+    e
+}
+
+fn logs(dir: &Path) -> String {
+    let mut out = String::new();
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let p: PathBuf = entry.path();
+        if p.extension().is_some_and(|x| x == "log") {
+            let text = std::fs::read_to_string(&p).unwrap_or_default();
+            let tail: Vec<&str> = text.lines().rev().take(15).collect();
+            out += &format!("── {} ──\n", p.display());
+            for l in tail.into_iter().rev() {
+                out += l;
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
+#[test]
+fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
+    if !on_path("nats-server") {
+        skip("the cluster test needs nats-server on PATH (Debian: nats-server)");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let dir = dir.path();
+
+    // The single process.
+    let single = dir.join("single.json");
+    let out = Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(RUN)
+        .arg("--json")
+        .arg(&single)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let single: Value = serde_json::from_slice(&std::fs::read(&single).unwrap()).unwrap();
+
+    // The cluster.
+    let (_nats, url) = nats_server(dir);
+    let mut harvest: Vec<Proc> = (0..3)
+        .map(|h| worker(dir, &url, &format!("harvest{h}"), "harvest", h))
+        .collect();
+    let mut joins: Vec<Proc> = (0..2)
+        .map(|j| worker(dir, &url, &format!("join-localize{j}"), "join,localize", j))
+        .collect();
+    let _reporter = worker(dir, &url, "reporter", "report", 0);
+    let dist = dir.join("dist.json");
+    let controller_log = std::fs::File::create(dir.join("controller.log")).unwrap();
+    let mut controller = Proc(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args(RUN)
+            .args(["--cluster", &url, "--run", "t", "--partitions", "3,2,2"])
+            .arg("--json")
+            .arg(&dist)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .stderr(controller_log)
+            .spawn()
+            .unwrap(),
+    );
+    let reports = dir.join("epochs.jsonl");
+    let wait_for = |n: usize, what: &str| {
+        let t = Instant::now();
+        while report_lines(&reports).len() < n {
+            assert!(
+                t.elapsed() < Duration::from_secs(120),
+                "{what}: {} of {n} epochs reported\n{}",
+                report_lines(&reports).len(),
+                logs(dir)
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    };
+
+    // Mid-run: harvest partition 1 dies, so every join partition holds the other harvest
+    // partitions' records of the next epoch; then join-and-localize worker 0 dies holding them.
+    wait_for(6, "before the kills");
+    let kill = |p: &mut Proc| {
+        unsafe { libc::kill(p.0.id() as i32, libc::SIGKILL) };
+        let _ = p.0.wait();
+    };
+    kill(&mut harvest[1]);
+    std::thread::sleep(Duration::from_millis(1500));
+    kill(&mut joins[0]);
+    std::thread::sleep(Duration::from_millis(500));
+    harvest[1] = worker(dir, &url, "harvest1", "harvest", 1);
+    joins[0] = worker(dir, &url, "join-localize0", "join,localize", 0);
+
+    let t = Instant::now();
+    let status = loop {
+        if let Some(s) = controller.0.try_wait().unwrap() {
+            break s;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(180),
+            "the controller did not finish\n{}",
+            logs(dir)
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    };
+    assert!(status.success(), "the controller failed\n{}", logs(dir));
+    wait_for(EPOCHS, "after the run");
+    std::thread::sleep(Duration::from_millis(500));
+
+    // Every epoch reported exactly once, in order.
+    let lines = report_lines(&reports);
+    let epochs: Vec<u64> = lines.iter().map(|l| l["epoch"].as_u64().unwrap()).collect();
+    assert_eq!(
+        epochs,
+        (0..EPOCHS as u64).collect::<Vec<_>>(),
+        "{}",
+        logs(dir)
+    );
+
+    // The same reports as the single process, and the same run document.
+    let want: Vec<Value> = single["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .cloned()
+        .map(deterministic)
+        .collect();
+    let got: Vec<Value> = lines.iter().cloned().map(deterministic).collect();
+    assert!(
+        want.iter()
+            .any(|e| !e["blamed"].as_array().unwrap().is_empty()),
+        "the faults are blamed in some epoch"
+    );
+    for (w, g) in want.iter().zip(&got) {
+        assert!(
+            w == g,
+            "epoch {}: the cluster's report differs\n{w}\n{g}",
+            w["epoch"]
+        );
+    }
+    let dist: Value = serde_json::from_slice(&std::fs::read(&dist).unwrap()).unwrap();
+    let summary = |v: &Value| {
+        let mut s = v["summary"].clone();
+        s.as_object_mut().unwrap().remove("localize_ms");
+        s
+    };
+    assert!(
+        summary(&dist) == summary(&single),
+        "the run's summaries differ"
+    );
+
+    // The kills made epochs late, and the reports say which stages were handed out again.
+    let late: Vec<&Value> = lines
+        .iter()
+        .filter(|l| {
+            l["cluster"]["redelivered"]
+                .as_array()
+                .is_some_and(|r| !r.is_empty())
+        })
+        .collect();
+    assert!(!late.is_empty(), "no epoch says it was late\n{}", logs(dir));
+    // Bytes crossed: every epoch's registers went out and its joins came back.
+    for l in &lines {
+        assert!(l["cluster"]["bytes_out"].as_u64().unwrap() > 0);
+        assert!(l["cluster"]["bytes_in"].as_u64().unwrap() > 0);
+    }
+}

@@ -1,0 +1,252 @@
+//! What crosses the cluster, as `postcard` bytes: one type per subject. Every message names its
+//! epoch; every decode error names the subject it came on.
+
+use super::ClusterError;
+use canary_core::detect::{
+    Anomalies, MmEntry, Observations, ObservedSegment, SegmentCount, SwitchRecords,
+};
+use canary_core::fabric::{MeterSnapshot, Parity};
+use canary_core::localize::{CanaryParams, SubVerdict};
+use canary_core::pathbf::PathBfParams;
+use canary_core::sketch::{Bucket, Meter, MeterConfig};
+use canary_core::topo::{Host, SegmentId, Switch, SwitchIx, Topology};
+use serde::de::DeserializeOwned;
+use serde::{Deserialize, Serialize};
+use std::collections::BTreeMap;
+
+pub fn encode<T: Serialize>(msg: &T) -> Vec<u8> {
+    postcard::to_allocvec(msg).expect("our messages serialise")
+}
+
+pub fn decode<T: DeserializeOwned>(subject: &str, bytes: &[u8]) -> Result<T, ClusterError> {
+    postcard::from_bytes(bytes).map_err(|e| ClusterError::Decode {
+        subject: subject.to_string(),
+        what: std::any::type_name::<T>()
+            .rsplit("::")
+            .next()
+            .unwrap_or("message")
+            .to_string(),
+        error: e.to_string(),
+    })
+}
+
+/// What every worker needs to know of the run, published once by the coordinator.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Setup {
+    /// The topology as prepared (switch IDs as the pathBF audit left them, monitors placed).
+    pub topology: WireTopology,
+    pub pathbf: PathBfParams,
+    pub canary: CanaryParams,
+    pub parts: Parts,
+    /// Segments the coordinator counts and the sum of their pathBFs: a worker that builds
+    /// anything else refuses to work.
+    pub segments: usize,
+    pub segment_bf_sum: u64,
+}
+
+/// How each stage is partitioned.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Parts {
+    /// Harvest partitions: switch `s` is harvested by partition `s mod harvest`.
+    pub harvest: u32,
+    /// Join partitions: a segment is joined by the partition of its upstream switch.
+    pub join: u32,
+    /// Localizer partitions: sub-problem `p` is solved by partition `p mod localize`.
+    pub localize: u32,
+}
+
+/// A topology as its parts, rebuilt with [`Topology::new`] (directed links come back in the
+/// same order, so link indices agree).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireTopology {
+    pub name: String,
+    pub switches: Vec<Switch>,
+    pub hosts: Vec<Host>,
+    pub links: Vec<(SwitchIx, SwitchIx)>,
+}
+
+impl WireTopology {
+    pub fn of(t: &Topology) -> Self {
+        WireTopology {
+            name: t.name.clone(),
+            switches: t.switches.clone(),
+            hosts: t.hosts.clone(),
+            // `Topology::new` lays each undirected link out as (a, b), (b, a).
+            links: t.links.iter().step_by(2).map(|l| (l.from, l.to)).collect(),
+        }
+    }
+
+    pub fn build(self) -> Result<Topology, ClusterError> {
+        let t = Topology::new(self.name, self.switches, self.hosts, &self.links)
+            .map_err(|e| ClusterError::Setup(format!("the run's topology: {e}")))?;
+        Ok(t)
+    }
+}
+
+/// A meter as its occupied buckets: what a switch's registers hold, without the empty ones.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SparseMeter<B> {
+    pub rows: u32,
+    pub width: u32,
+    pub used: Vec<(u32, B)>,
+}
+
+impl<B: Bucket + Serialize> SparseMeter<B> {
+    pub fn of(m: &Meter<B>) -> Self {
+        let c = m.config();
+        SparseMeter {
+            rows: c.rows as u32,
+            width: c.width as u32,
+            used: m
+                .buckets()
+                .iter()
+                .enumerate()
+                .filter(|(_, b)| b.flow().is_some())
+                .map(|(i, b)| (i as u32, b.clone()))
+                .collect(),
+        }
+    }
+
+    pub fn meter(self, subject: &str) -> Result<Meter<B>, ClusterError> {
+        let bad = |what: String| ClusterError::Decode {
+            subject: subject.to_string(),
+            what: "meter".into(),
+            error: what,
+        };
+        let config = MeterConfig::new(self.rows as usize, self.width as usize)
+            .map_err(|e| bad(e.to_string()))?;
+        let mut buckets = vec![B::default(); config.num_buckets()];
+        for (i, b) in self.used {
+            *buckets
+                .get_mut(i as usize)
+                .ok_or_else(|| bad(format!("bucket {i} beyond {}", config.num_buckets())))? = b;
+        }
+        Meter::from_buckets(config, buckets).map_err(|e| bad(e.to_string()))
+    }
+}
+
+/// One switch's registers of one epoch.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireSnapshot {
+    pub switch: SwitchIx,
+    pub epoch: u64,
+    pub usm: SparseMeter<canary_core::sketch::UsmBucket>,
+    pub dsm: SparseMeter<canary_core::sketch::DsmBucket>,
+}
+
+impl WireSnapshot {
+    pub fn of(s: &MeterSnapshot) -> Self {
+        WireSnapshot {
+            switch: s.switch,
+            epoch: s.epoch,
+            usm: SparseMeter::of(&s.usm),
+            dsm: SparseMeter::of(&s.dsm),
+        }
+    }
+
+    pub fn snapshot(self, subject: &str) -> Result<MeterSnapshot, ClusterError> {
+        Ok(MeterSnapshot {
+            switch: self.switch,
+            epoch: self.epoch,
+            parity: Parity::of_epoch(self.epoch),
+            usm: self.usm.meter(subject)?,
+            dsm: self.dsm.meter(subject)?,
+        })
+    }
+}
+
+/// `regs.<h>`: the registers of harvest partition `h`'s switches that answered.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Registers {
+    pub epoch: u64,
+    pub part: u32,
+    pub switches: Vec<WireSnapshot>,
+}
+
+/// `records.<j>`: what harvest partition `from` read for join partition `part`.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Records {
+    pub epoch: u64,
+    pub from: u32,
+    pub part: u32,
+    /// Times the harvest worker was handed its input (more than 1: a worker was lost).
+    pub delivered: u64,
+    pub records: Vec<SwitchRecords>,
+}
+
+/// `joined`: join partition `part`'s share of the epoch's minus meters.
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct Joined {
+    pub epoch: u64,
+    pub part: u32,
+    /// The most times any input of this result was delivered, harvest and join alike.
+    pub delivered: u64,
+    /// Entries grouped by upstream switch, in the order the join made them.
+    pub entries: Vec<(SwitchIx, Vec<MmEntry>)>,
+    pub segments: BTreeMap<SegmentId, SegmentCount>,
+    pub anomalies: Anomalies,
+    pub torn_at: BTreeMap<SwitchIx, u64>,
+}
+
+/// `localize.<l>`: the observed segments of localizer partition `part`'s sub-problems.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Localize {
+    pub epoch: u64,
+    pub part: u32,
+    pub segments: Vec<WireSegment>,
+}
+
+/// An observed segment, every field on the wire.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireSegment {
+    pub segment: SegmentId,
+    pub subproblem: u32,
+    pub links: Vec<u32>,
+    pub sent: u64,
+    pub lost: u64,
+    pub success: f64,
+    pub background: bool,
+}
+
+impl From<ObservedSegment> for WireSegment {
+    fn from(s: ObservedSegment) -> Self {
+        WireSegment {
+            segment: s.segment,
+            subproblem: s.subproblem,
+            links: s.links,
+            sent: s.sent,
+            lost: s.lost,
+            success: s.success,
+            background: s.background,
+        }
+    }
+}
+
+impl Localize {
+    pub fn observations(self) -> Observations {
+        Observations {
+            segments: self
+                .segments
+                .into_iter()
+                .map(|s| ObservedSegment {
+                    segment: s.segment,
+                    subproblem: s.subproblem,
+                    links: s.links,
+                    sent: s.sent,
+                    lost: s.lost,
+                    success: s.success,
+                    background: s.background,
+                })
+                .collect(),
+        }
+    }
+}
+
+/// `verdicts`: localizer partition `part`'s diagnoses.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Verdicts {
+    pub epoch: u64,
+    pub part: u32,
+    pub delivered: u64,
+    pub subs: Vec<SubVerdict>,
+}
