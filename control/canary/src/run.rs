@@ -1,6 +1,6 @@
 //! `canary run`: the controller of real switches.
 
-use crate::args::PipelineArgs;
+use crate::args::{ClusterArgs, PipelineArgs};
 use anyhow::Result;
 use canary_controller::daemon::{self, RunOptions, Target};
 use canary_controller::report::render_summary;
@@ -48,6 +48,8 @@ pub struct RunArgs {
     http: Option<String>,
     #[command(flatten)]
     pipeline: PipelineArgs,
+    #[command(flatten)]
+    cluster: ClusterArgs,
     /// P4Runtime election id; the highest one connected is the primary and the only writer.
     #[arg(long, default_value_t = 1)]
     election_id: u64,
@@ -118,6 +120,7 @@ pub fn command(a: RunArgs) -> Result<()> {
         connect_patience: Duration::from_secs(a.connect_timeout_s),
         fresh: a.fresh,
         quiet: a.quiet,
+        cluster: a.cluster.config()?,
     };
     let rt = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)

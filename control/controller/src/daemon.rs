@@ -7,6 +7,8 @@
 //! the target. Each epoch appends one JSON line to the report file (flushed, so it can be tailed
 //! while the daemon runs), prints the table, and updates the Prometheus metrics.
 
+use crate::cluster::wire::Parts;
+use crate::cluster::{ClusterConfig, ClusterStages};
 use crate::controller::{localizer_params, Controller, ControllerConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
@@ -78,6 +80,8 @@ pub struct RunOptions {
     /// (which is otherwise adopted: its meters, rules and monitored flows kept).
     pub fresh: bool,
     pub quiet: bool,
+    /// Run decoding, joins and localization on a cluster's workers.
+    pub cluster: Option<(ClusterConfig, Parts)>,
 }
 
 /// The compiled program: BMv2 JSON and binary P4Info.
@@ -395,6 +399,19 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
         prep.codec,
         controller_config(opts),
     );
+    if let Some((cluster, parts)) = &opts.cluster {
+        let stages = ClusterStages::start(
+            cluster.clone(),
+            &ctl.topo,
+            &ctl.segments,
+            &ctl.codec,
+            PathBfParams::default(),
+            ctl.cfg.canary.clone(),
+            *parts,
+        )
+        .await?;
+        ctl.set_cluster(stages);
+    }
     sink.metrics.set_primary(true);
     let last = sink.last_epoch()?;
     for missed in ctl.start_after(&mut fabric, last).await {

@@ -3,6 +3,7 @@
 //! sweeps and Flock traces), [`overhead`] measures memory, decoding and flow selection against
 //! the papers' baselines, and [`traffic_gen`] is the testbed's traffic generator.
 
+pub mod cluster_rates;
 pub mod eval;
 pub mod overhead;
 pub mod scale;

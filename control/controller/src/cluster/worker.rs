@@ -50,10 +50,26 @@ struct Run {
     codec: PathBfCodec,
 }
 
-/// Runs the worker until it is stopped or its run's stream goes away.
+/// Runs the worker until it is stopped. A run started again under the same name (its stream
+/// made anew) or a server that went away is joined again; a setup this worker cannot work with
+/// is an error.
 pub async fn run(opts: WorkerOptions) -> Result<()> {
     let js = connect(&opts.cluster.url, Duration::from_secs(60)).await?;
-    let run = std::sync::Arc::new(wait_for_setup(&js, &opts.cluster).await?);
+    loop {
+        match run_once(&js, &opts).await {
+            Err(e @ ClusterError::Setup(_)) => return Err(e),
+            Err(e) => {
+                tracing::warn!("{e}: joining the run again");
+                tokio::time::sleep(Duration::from_secs(1)).await;
+            }
+            Ok(()) => tokio::time::sleep(Duration::from_secs(1)).await,
+        }
+    }
+}
+
+/// The worker's roles for one run, until one of them stops.
+async fn run_once(js: &Context, opts: &WorkerOptions) -> Result<()> {
+    let run = std::sync::Arc::new(wait_for_setup(js, &opts.cluster).await?);
     let p = run.setup.parts;
     for role in &opts.roles {
         let n = match role {
@@ -81,10 +97,12 @@ pub async fn run(opts: WorkerOptions) -> Result<()> {
             }
         }));
     }
-    for t in futures::future::join_all(tasks).await {
-        t.map_err(|e| ClusterError::Io(e.to_string()))??;
+    // The first role to stop (its consumer gone with its stream) stops the others.
+    let (first, _, rest) = futures::future::select_all(tasks).await;
+    for t in rest {
+        t.abort();
     }
-    Ok(())
+    first.map_err(|e| ClusterError::Io(e.to_string()))?
 }
 
 /// The run's setup, once the controller has published it.

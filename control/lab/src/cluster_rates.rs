@@ -1,0 +1,154 @@
+//! What each stage of the cluster mode costs, on one thread, per unit of its work: the sizes of
+//! what crosses the network per switch and the time a worker spends per switch, per record and
+//! per segment. Measured on a synthesized epoch of a k-ary fat-tree at the program's meter sizes
+//! (one round of the watch plan, as the switches count it), the localizer on every segment's
+//! evidence (what it solves once the first sweep is done).
+
+use anyhow::{Context, Result};
+use canary_controller::cluster::wire::{self, WireSnapshot};
+use canary_controller::setup::{load_faults, load_topology, prepare};
+use canary_core::capacity::Capacity;
+use canary_core::detect::{join, observations, SwitchRecords, WindowCount};
+use canary_core::fault::{background, with_faults};
+use canary_core::localize::Canary;
+use canary_core::schedule::{WatchBudget, WatchPlan};
+use canary_core::topo::MonitorPlacement;
+use canary_sim::synth::{synth_watched, SynthConfig};
+use rand::{Rng, SeedableRng};
+use rand_chacha::ChaCha8Rng;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::time::Instant;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct StageRates {
+    pub k: u32,
+    pub switches: usize,
+    pub monitors: usize,
+    pub segments: usize,
+    /// Segments of the round measured (the switches' meters hold one round at a time).
+    pub watched: usize,
+    /// A harvested monitor's registers without their empty buckets, as sent to a harvest
+    /// worker (mean bytes).
+    pub register_bytes_per_switch: f64,
+    /// Its records, as a harvest worker sends them on (mean bytes).
+    pub record_bytes_per_switch: f64,
+    /// A harvest worker's time to read one monitor's registers into records (mean µs).
+    pub decode_us_per_switch: f64,
+    /// Records (DSM and USM flows) the join took, and its time per record (µs).
+    pub records: usize,
+    pub join_us_per_record: f64,
+    /// Observed segments the localizer solved (every segment with evidence), in sub-problems,
+    /// and its time per segment (µs).
+    pub localized_segments: usize,
+    pub subproblems: usize,
+    pub localize_us_per_segment: f64,
+    /// The observations' bytes on the wire to the localizers, per segment.
+    pub observation_bytes_per_segment: f64,
+}
+
+/// One thread, as one worker of each stage has.
+fn on_one_thread<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    rayon::ThreadPoolBuilder::new()
+        .num_threads(1)
+        .build()
+        .expect("a one-thread pool")
+        .install(f)
+}
+
+pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
+    let topology = format!("fattree:{k}");
+    let topo = load_topology(&topology, Some(MonitorPlacement::TopAndBottom))?;
+    let mut rng = ChaCha8Rng::seed_from_u64(seed);
+    let faults = load_faults("random:10%", &topo, &mut rng)?;
+    let loss = with_faults(&background(&topo, 0.0, &mut rng), &faults);
+    let prep = prepare(topo, Default::default())?;
+    let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
+    let capacity = Capacity::of_program();
+    let synth = SynthConfig::default();
+    let plan = WatchPlan::new(
+        segments,
+        WatchBudget::of(&capacity, synth.flows_per_segment),
+        1,
+    );
+    let watched = plan.watched_at(0);
+    let epoch = synth_watched(
+        topo,
+        segments,
+        codec,
+        &loss,
+        &synth,
+        capacity.meter,
+        watched,
+        &mut rng,
+    )
+    .with_context(|| format!("{topology}: the program's meters"))?;
+    let snaps = &epoch.snapshots;
+
+    let register_bytes: usize = snaps
+        .iter()
+        .map(|s| wire::encode(&WireSnapshot::of(s)).len())
+        .sum();
+    let t = Instant::now();
+    let records: Vec<SwitchRecords> = snaps
+        .iter()
+        .map(|s| SwitchRecords::decode(segments, codec, s))
+        .collect();
+    let decode_s = t.elapsed().as_secs_f64();
+    let record_bytes: usize = records.iter().map(|r| wire::encode(r).len()).sum();
+    let n_records: usize = records.iter().map(SwitchRecords::len).sum();
+    let t = Instant::now();
+    let det = on_one_thread(|| join(segments, &records));
+    let join_s = t.elapsed().as_secs_f64();
+    if det.segments.is_empty() {
+        anyhow::bail!("{topology}: the synthesized round counted no segment");
+    }
+
+    // Every segment's evidence, as after the first sweep: α packets each, lost through its
+    // links' loss rates.
+    let totals: BTreeMap<u32, WindowCount> = segments
+        .list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let sent = synth.packets_per_segment;
+            let ok: f64 = s.links.iter().map(|&l| 1.0 - loss[l as usize]).product();
+            let lost = (0..sent).filter(|_| !rng.random_bool(ok)).count() as u64;
+            let c = WindowCount {
+                sent,
+                lost,
+                epochs: 1,
+                lossy_epochs: u32::from(lost > 0),
+            };
+            (i as u32, c)
+        })
+        .collect();
+    let obs = observations(segments, &totals, 1);
+    let obs_bytes: usize = obs
+        .segments
+        .iter()
+        .map(|s| wire::encode(&wire::WireSegment::from(s.clone())).len())
+        .sum();
+    let canary = Canary::default();
+    let t = Instant::now();
+    let subs = on_one_thread(|| canary.diagnose(&obs));
+    let localize_s = t.elapsed().as_secs_f64();
+
+    let m = snaps.len().max(1) as f64;
+    Ok(StageRates {
+        k,
+        switches: topo.switches.len(),
+        monitors: snaps.len(),
+        segments: segments.len(),
+        watched: watched.len(),
+        register_bytes_per_switch: register_bytes as f64 / m,
+        record_bytes_per_switch: record_bytes as f64 / m,
+        decode_us_per_switch: decode_s * 1e6 / m,
+        records: n_records,
+        join_us_per_record: join_s * 1e6 / n_records.max(1) as f64,
+        localized_segments: obs.segments.len(),
+        subproblems: subs.len(),
+        localize_us_per_segment: localize_s * 1e6 / obs.segments.len().max(1) as f64,
+        observation_bytes_per_segment: obs_bytes as f64 / obs.segments.len().max(1) as f64,
+    })
+}
