@@ -14,20 +14,23 @@ fn main() {
         .collect();
     let ks = if ks.is_empty() { vec![8, 16, 32] } else { ks };
     println!(
-        "| k | switches | monitors | segments | round | registers B/switch | records B/switch | \
-         decode µs/switch | records | join µs/record | segments localized | localize µs/segment | \
-         observation B/segment |"
+        "| k | switches | monitors | segments | round | image MB held (all) | records MB held | \
+         registers B/switch | records B/switch | decode µs/switch | records | join µs/record | \
+         segments localized | localize µs/segment | observation B/segment |"
     );
-    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|");
+    println!("|---|---|---|---|---|---|---|---|---|---|---|---|---|---|---|");
     for k in ks {
         let r = measure(k, 1).expect("measured");
         println!(
-            "| {} | {} | {} | {} | {} | {:.0} | {:.0} | {:.1} | {} | {:.3} | {} | {:.2} | {:.1} |",
+            "| {} | {} | {} | {} | {} | {:.1} | {:.2} | {:.0} | {:.0} | {:.1} | {} | {:.3} | {} | {:.2} | \
+             {:.1} |",
             r.k,
             r.switches,
             r.monitors,
             r.segments,
             r.watched,
+            r.image_mem_bytes_per_switch * r.monitors as f64 / 1e6,
+            r.record_mem_bytes_per_switch * r.monitors as f64 / 1e6,
             r.register_bytes_per_switch,
             r.record_bytes_per_switch,
             r.decode_us_per_switch,

@@ -8,10 +8,11 @@ use anyhow::{Context, Result};
 use canary_controller::cluster::wire::{self, WireSnapshot};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
-use canary_core::detect::{join, observations, SwitchRecords, WindowCount};
+use canary_core::detect::{join, observations, DsmEntry, SwitchRecords, UsmEntry, WindowCount};
 use canary_core::fault::{background, with_faults};
 use canary_core::localize::Canary;
 use canary_core::schedule::{WatchBudget, WatchPlan};
+use canary_core::sketch::{DsmBucket, UsmBucket};
 use canary_core::topo::MonitorPlacement;
 use canary_sim::synth::{synth_watched, SynthConfig};
 use rand::{Rng, SeedableRng};
@@ -33,6 +34,11 @@ pub struct StageRates {
     pub register_bytes_per_switch: f64,
     /// Its records, as a harvest worker sends them on (mean bytes).
     pub record_bytes_per_switch: f64,
+    /// What the controller holds per monitor during a harvest: its register image in memory
+    /// (what every switch's image at once used to cost), and its records (what the streaming
+    /// harvest keeps), mean bytes.
+    pub image_mem_bytes_per_switch: f64,
+    pub record_mem_bytes_per_switch: f64,
     /// A harvest worker's time to read one monitor's registers into records (mean µs).
     pub decode_us_per_switch: f64,
     /// Records (DSM and USM flows) the join took, and its time per record (µs).
@@ -135,12 +141,29 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
     let localize_s = t.elapsed().as_secs_f64();
 
     let m = snaps.len().max(1) as f64;
+    let image_mem: usize = snaps
+        .iter()
+        .map(|s| {
+            s.usm.buckets().len() * std::mem::size_of::<UsmBucket>()
+                + s.dsm.buckets().len() * std::mem::size_of::<DsmBucket>()
+                + (s.usm.occupied() + s.dsm.occupied()) * std::mem::size_of::<u32>()
+        })
+        .sum();
+    let record_mem: usize = records
+        .iter()
+        .map(|r| {
+            r.dsm.len() * std::mem::size_of::<DsmEntry>()
+                + r.usm.len() * std::mem::size_of::<UsmEntry>()
+        })
+        .sum();
     Ok(StageRates {
         k,
         switches: topo.switches.len(),
         monitors: snaps.len(),
         segments: segments.len(),
         watched: watched.len(),
+        image_mem_bytes_per_switch: image_mem as f64 / m,
+        record_mem_bytes_per_switch: record_mem as f64 / m,
         register_bytes_per_switch: register_bytes as f64 / m,
         record_bytes_per_switch: record_bytes as f64 / m,
         decode_us_per_switch: decode_s * 1e6 / m,
