@@ -12,7 +12,6 @@ use canary_core::detect::{join, observations, DsmEntry, SwitchRecords, UsmEntry,
 use canary_core::fault::{background, with_faults};
 use canary_core::localize::Canary;
 use canary_core::schedule::{WatchBudget, WatchPlan};
-use canary_core::sketch::{DsmBucket, UsmBucket};
 use canary_core::topo::MonitorPlacement;
 use canary_sim::synth::{synth_watched, SynthConfig};
 use rand::{Rng, SeedableRng};
@@ -144,8 +143,8 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
     let image_mem: usize = snaps
         .iter()
         .map(|s| {
-            s.usm.buckets().len() * std::mem::size_of::<UsmBucket>()
-                + s.dsm.buckets().len() * std::mem::size_of::<DsmBucket>()
+            std::mem::size_of_val(s.usm.buckets())
+                + std::mem::size_of_val(s.dsm.buckets())
                 + (s.usm.occupied() + s.dsm.occupied()) * std::mem::size_of::<u32>()
         })
         .sum();
