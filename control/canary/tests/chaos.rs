@@ -48,6 +48,9 @@ fn a_disconnected_switch_is_unreachable_then_resumes_with_its_state() {
     rig.assert_clean();
     let said = rig.said_about("edge1_0");
     assert!(mentions(&said, "unreachable"), "{said:?}");
+    // Back in the epoch after its last missed flip, it counted that epoch in an older epoch's
+    // meters: its segments sit that epoch out too (they read as loss otherwise).
+    assert!(mentions(&said, "missed the flip"), "{said:?}");
     assert!(
         !mentions(&said, "came back without"),
         "it kept its state: {said:?}"

@@ -49,9 +49,11 @@ pub struct Controller {
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
     next_flip: Duration,
-    /// Switches whose outage spoils this epoch's segments too (configured again after a flip).
-    disturbed_now: HashSet<SwitchIx>,
-    disturbed_next: HashSet<SwitchIx>,
+    /// Switches whose outage spoils this epoch's segments too, and why: configured again after
+    /// the flip, or a monitor that missed the flip into it (it counted in an earlier epoch's
+    /// meters, so the marks of this epoch's packets fell outside its DSM's window).
+    disturbed_now: BTreeMap<SwitchIx, &'static str>,
+    disturbed_next: BTreeMap<SwitchIx, &'static str>,
     /// The last epoch's per-segment counts (what metrics export).
     last: BTreeMap<SegmentId, SegmentCount>,
     /// The drain in use: `cfg.drain`, raised while packets keep arriving after it.
@@ -88,8 +90,8 @@ impl Controller {
             run_totals: BTreeMap::new(),
             epoch: 0,
             next_flip: Duration::ZERO,
-            disturbed_now: HashSet::new(),
-            disturbed_next: HashSet::new(),
+            disturbed_now: BTreeMap::new(),
+            disturbed_next: BTreeMap::new(),
             last: BTreeMap::new(),
             drain_now: cfg.drain,
             incomplete_next: None,
@@ -214,6 +216,12 @@ impl Controller {
             if let Err(e) = r {
                 tracing::warn!(switch = self.topo.name_of(s), "parity flip failed: {e}");
                 unreachable.insert(s);
+                if self.topo.switches[s as usize].monitor {
+                    self.disturbed_next.insert(
+                        s,
+                        "missed the flip into this epoch: it counted in an earlier epoch's meters",
+                    );
+                }
             }
         }
         let drain = self.drain_now;
@@ -257,7 +265,8 @@ impl Controller {
             events.entry(s).or_insert_with(|| e.to_string());
             if matches!(e, SwitchError::Restarted(_)) {
                 // Its state was pushed again after the flip: the next epoch lost packets too.
-                self.disturbed_next.insert(s);
+                self.disturbed_next
+                    .insert(s, "configured again at the start of this epoch");
             }
         }
         for &s in &unreachable {
@@ -265,11 +274,8 @@ impl Controller {
                 .entry(s)
                 .or_insert_with(|| "did not answer the flip or the harvest".into());
         }
-        let carried = std::mem::take(&mut self.disturbed_now);
-        for &s in &carried {
-            events
-                .entry(s)
-                .or_insert_with(|| "configured again at the start of this epoch".into());
+        for (s, why) in std::mem::take(&mut self.disturbed_now) {
+            events.entry(s).or_insert_with(|| why.into());
         }
         self.disturbed_now = std::mem::take(&mut self.disturbed_next);
         let harvest = t0.elapsed();
