@@ -10,13 +10,13 @@
 //! 6. flow selection: HH reports → DSM+USM rules, retire idle flows, HH rules where short.
 
 use crate::cluster::ClusterStages;
-use crate::report::{EpochReport, Phases, RuleCounts, WatchReport};
+use crate::report::{EpochReport, Phases, RuleCounts};
 use canary_core::decide::{Decider, LinkClearing, LinkTimeline};
-use canary_core::detect::{join, SegmentCount, SwitchRecords, Window, WindowCount};
-use canary_core::fabric::{Fabric, Parity, RuleOp, SwitchError};
+use canary_core::detect::{join, SegmentCount, Window, WindowCount};
+use canary_core::fabric::{Fabric, Parity, RuleOp};
 use canary_core::localize::{Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::schedule::{LastShown, WatchBudget, WatchPlan};
+use canary_core::schedule::{LastShown, WatchPlan};
 use canary_core::select::{FlowSelector, RuleCapacity, SelectionStats};
 use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
 use std::collections::{BTreeMap, HashSet};
@@ -25,12 +25,15 @@ use tracing::Instrument;
 
 mod config;
 mod decision;
+mod harvest;
 mod reports;
+mod rounds;
 #[cfg(test)]
 mod tests;
 mod timing;
 
 pub use config::{localizer_params, ControllerConfig};
+use harvest::Harvested;
 use timing::resume_epoch;
 
 pub struct Controller {
@@ -211,73 +214,18 @@ impl Controller {
         }
         let finished = self.epoch;
         let flipped_at = fabric.now();
-        let mut unreachable: HashSet<SwitchIx> = HashSet::new();
-        for (s, r) in fabric.set_epoch(finished + 1).await {
-            if let Err(e) = r {
-                tracing::warn!(switch = self.topo.name_of(s), "parity flip failed: {e}");
-                unreachable.insert(s);
-                if self.topo.switches[s as usize].monitor {
-                    self.disturbed_next.insert(
-                        s,
-                        "missed the flip into this epoch: it counted in an earlier epoch's meters",
-                    );
-                }
-            }
-        }
+        let mut unreachable = self.flip(fabric, finished + 1).await;
         let drain = self.drain_now;
         fabric.wait(drain).await;
 
         let t0 = Instant::now();
-        // Each switch's meters are read into records as they arrive and dropped: the epoch
-        // holds records, never every switch's register image at once.
-        let mut records = Vec::new();
-        let mut failed = Vec::new();
-        let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
-        let cluster = &mut self.cluster;
-        let skip = &unreachable;
-        fabric
-            .harvest_each(finished, &mut |s, r| match r {
-                Ok(snap) if !skip.contains(&s) => match cluster {
-                    Some(c) => c.harvested(&snap),
-                    None => records.push(SwitchRecords::decode(segments, codec, &snap)),
-                },
-                Ok(_) => {}
-                Err(e) => {
-                    tracing::warn!(switch = topo.name_of(s), "harvest failed: {e}");
-                    failed.push(s);
-                }
-            })
-            .await;
-        unreachable.extend(failed);
-        let answered: HashSet<SwitchIx> = match &self.cluster {
-            Some(c) => c.answered().collect(),
-            None => records.iter().map(|r| r.switch).collect(),
-        };
-        // In switch order, whatever order they answered in: the same epoch gives the same
-        // entries.
-        records.sort_by_key(|r| r.switch);
+        let Harvested { records, answered } =
+            self.harvest(fabric, finished, &mut unreachable).await;
         let mut rules = RuleCounts::default();
         let deferred = self.selector.take_deferred();
         self.apply(fabric, &deferred, &mut rules).await;
         let reports = fabric.take_reports().await;
-        let mut events: BTreeMap<SwitchIx, String> = BTreeMap::new();
-        for (s, e) in fabric.health().await {
-            events.entry(s).or_insert_with(|| e.to_string());
-            if matches!(e, SwitchError::Restarted(_)) {
-                // Its state was pushed again after the flip: the next epoch lost packets too.
-                self.disturbed_next
-                    .insert(s, "configured again at the start of this epoch");
-            }
-        }
-        for &s in &unreachable {
-            events
-                .entry(s)
-                .or_insert_with(|| "did not answer the flip or the harvest".into());
-        }
-        for (s, why) in std::mem::take(&mut self.disturbed_now) {
-            events.entry(s).or_insert_with(|| why.into());
-        }
-        self.disturbed_now = std::mem::take(&mut self.disturbed_next);
+        let mut events = self.switch_events_of(fabric, &unreachable).await;
         let harvest = t0.elapsed();
 
         let t1 = Instant::now();
@@ -414,51 +362,6 @@ impl Controller {
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());
         report
-    }
-
-    /// Rounds of segments, when the switches' meters cannot count β flows of every segment at
-    /// once and the configuration allows it.
-    fn plan_watch(&mut self, capacity: &canary_core::capacity::Capacity, first: u64) {
-        let Some(dwell) = self.cfg.watch_dwell else {
-            return;
-        };
-        let budget = WatchBudget::of(capacity, self.cfg.selection.beta);
-        let plan = WatchPlan::new(&self.segments, budget, dwell);
-        if plan.rounds() <= 1 {
-            return;
-        }
-        tracing::info!(
-            rounds = plan.rounds(),
-            dwell,
-            per_monitor = budget.segments_per_monitor,
-            "the switches' meters cannot count every segment at once: watching in rounds, \
-             every segment every {} epochs",
-            plan.period()
-        );
-        self.selector.set_watching(Some(plan.watched_at(first)));
-        self.plan = Some(plan);
-        self.watch_start = first;
-    }
-
-    /// Watching in rounds, and not every round has had its turn yet.
-    fn first_sweep(&self) -> bool {
-        self.plan
-            .as_ref()
-            .is_some_and(|p| self.epoch + 1 < self.watch_start + p.period())
-    }
-
-    fn watch_report(&self) -> Option<WatchReport> {
-        let p = self.plan.as_ref()?;
-        Some(WatchReport {
-            round: p.round_at(self.epoch),
-            rounds: p.rounds(),
-            dwell: p.dwell(),
-            watched: p.watched_at(self.epoch).len(),
-            evidence: self.shown.ages(self.epoch),
-            first_sweep_until: self
-                .first_sweep()
-                .then(|| self.watch_start + p.period() - 1),
-        })
     }
 
     async fn apply<F: Fabric>(&self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {

@@ -7,6 +7,7 @@
 mod batch;
 mod control;
 mod hosts;
+mod links;
 mod queue;
 mod run;
 mod switches;
@@ -18,7 +19,8 @@ use canary_core::fault::LinkLoss;
 use canary_core::model::{epoch_tag, SwitchConfig, SwitchModel};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
-use hosts::{Hosts, LinkDrops};
+use hosts::Hosts;
+use links::LinkDrops;
 use queue::{Event, EventQueue};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;

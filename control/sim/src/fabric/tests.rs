@@ -161,7 +161,7 @@ fn a_seed_gives_the_same_run_on_any_number_of_threads() {
 /// same draws taken.
 #[test]
 fn a_train_is_dropped_as_its_packets_one_by_one() {
-    use super::hosts::drop_some;
+    use super::links::drop_some;
     use rand::Rng;
     let mut sizes = ChaCha8Rng::seed_from_u64(3);
     for p in [0.0, 0.01, 0.3, 0.9, 1.0] {

@@ -1,0 +1,110 @@
+//! The switch side of an epoch's end: the flip, the harvest (each switch's meters read into
+//! records as they arrive), and which switches' segments sit the epoch out.
+
+use super::Controller;
+use canary_core::detect::SwitchRecords;
+use canary_core::fabric::{Fabric, SwitchError};
+use canary_core::topo::SwitchIx;
+use std::collections::{BTreeMap, HashSet};
+
+/// What the harvest of one epoch left.
+pub(super) struct Harvested {
+    /// Every answering monitor's records, in switch order (empty when the cluster decodes).
+    pub records: Vec<SwitchRecords>,
+    /// The monitors that answered.
+    pub answered: HashSet<SwitchIx>,
+}
+
+impl Controller {
+    /// Flips every monitor into `epoch`; the switches that did not answer. A monitor that missed
+    /// the flip counts the new epoch in an older epoch's meters, so its segments sit that epoch
+    /// out as well.
+    pub(super) async fn flip<F: Fabric>(
+        &mut self,
+        fabric: &mut F,
+        epoch: u64,
+    ) -> HashSet<SwitchIx> {
+        let mut unreachable = HashSet::new();
+        for (s, r) in fabric.set_epoch(epoch).await {
+            if let Err(e) = r {
+                tracing::warn!(switch = self.topo.name_of(s), "parity flip failed: {e}");
+                unreachable.insert(s);
+                if self.topo.switches[s as usize].monitor {
+                    self.disturbed_next.insert(
+                        s,
+                        "missed the flip into this epoch: it counted in an earlier epoch's meters",
+                    );
+                }
+            }
+        }
+        unreachable
+    }
+
+    /// Harvests epoch `finished`. Each switch's meters are read into records as they arrive and
+    /// dropped (or, on a cluster, kept for its harvest partition without their empty buckets):
+    /// the epoch holds records, never every switch's register image at once. Switches already
+    /// `unreachable` are skipped; those whose harvest fails join them.
+    pub(super) async fn harvest<F: Fabric>(
+        &mut self,
+        fabric: &mut F,
+        finished: u64,
+        unreachable: &mut HashSet<SwitchIx>,
+    ) -> Harvested {
+        let mut records = Vec::new();
+        let mut failed = Vec::new();
+        let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
+        let cluster = &mut self.cluster;
+        let skip = &*unreachable;
+        fabric
+            .harvest_each(finished, &mut |s, r| match r {
+                Ok(snap) if !skip.contains(&s) => match cluster {
+                    Some(c) => c.harvested(&snap),
+                    None => records.push(SwitchRecords::decode(segments, codec, &snap)),
+                },
+                Ok(_) => {}
+                Err(e) => {
+                    tracing::warn!(switch = topo.name_of(s), "harvest failed: {e}");
+                    failed.push(s);
+                }
+            })
+            .await;
+        unreachable.extend(failed);
+        let answered = match &self.cluster {
+            Some(c) => c.answered().collect(),
+            None => records.iter().map(|r| r.switch).collect(),
+        };
+        // In switch order, whatever order they answered in: the same epoch gives the same
+        // entries.
+        records.sort_by_key(|r| r.switch);
+        Harvested { records, answered }
+    }
+
+    /// The switches whose segments sit this epoch out, and why: what the fabric saw of them
+    /// (down, restarted, late), those that did not answer, and those an earlier epoch's outage
+    /// still spoils.
+    pub(super) async fn switch_events_of<F: Fabric>(
+        &mut self,
+        fabric: &mut F,
+        unreachable: &HashSet<SwitchIx>,
+    ) -> BTreeMap<SwitchIx, String> {
+        let mut events: BTreeMap<SwitchIx, String> = BTreeMap::new();
+        for (s, e) in fabric.health().await {
+            events.entry(s).or_insert_with(|| e.to_string());
+            if matches!(e, SwitchError::Restarted(_)) {
+                // Its state was pushed again after the flip: the next epoch lost packets too.
+                self.disturbed_next
+                    .insert(s, "configured again at the start of this epoch");
+            }
+        }
+        for &s in unreachable {
+            events
+                .entry(s)
+                .or_insert_with(|| "did not answer the flip or the harvest".into());
+        }
+        for (s, why) in std::mem::take(&mut self.disturbed_now) {
+            events.entry(s).or_insert_with(|| why.into());
+        }
+        self.disturbed_now = std::mem::take(&mut self.disturbed_next);
+        events
+    }
+}
