@@ -7,11 +7,11 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{on_path, skip};
+use canary_testkit::{free_port, on_path, skip, KillOnDrop};
 use serde_json::Value;
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 const EPOCHS: usize = 20;
@@ -28,23 +28,7 @@ const RUN: [&str; 10] = [
     "-q",
 ];
 
-/// A process killed when dropped.
-struct Proc(Child);
-
-impl Drop for Proc {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+type Proc = KillOnDrop;
 
 fn nats_server(dir: &Path) -> (Proc, String) {
     let port = free_port();
@@ -64,7 +48,7 @@ fn nats_server(dir: &Path) -> (Proc, String) {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
-    (Proc(child), format!("nats://127.0.0.1:{port}"))
+    (KillOnDrop(child), format!("nats://127.0.0.1:{port}"))
 }
 
 /// `canary worker` with `roles` on `partition` of run `t`, logging to `dir/<name>.log`.
@@ -83,7 +67,7 @@ fn worker(dir: &Path, url: &str, name: &str, roles: &str, partition: u32) -> Pro
     if roles == "report" {
         cmd.arg("--report").arg(dir.join("epochs.jsonl"));
     }
-    Proc(cmd.spawn().expect("canary worker starts"))
+    KillOnDrop(cmd.spawn().expect("canary worker starts"))
 }
 
 fn report_lines(path: &Path) -> Vec<Value> {
@@ -155,7 +139,7 @@ fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
     let _reporter = worker(dir, &url, "reporter", "report", 0);
     let dist = dir.join("dist.json");
     let controller_log = std::fs::File::create(dir.join("controller.log")).unwrap();
-    let mut controller = Proc(
+    let mut controller = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_canary"))
             .args(RUN)
             .args(["--cluster", &url, "--run", "t", "--partitions", "3,2,2"])

@@ -5,9 +5,8 @@
 //! `CANARY_PAGE_SCREENSHOT=FILE` also saves a screenshot. Prints `SKIP` where Chromium or
 //! chromedriver is missing.
 
-use canary_testkit::{on_path, skip};
+use canary_testkit::{free_port, on_path, skip};
 use fantoccini::{ClientBuilder, Locator};
-use std::net::TcpListener;
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
@@ -25,14 +24,6 @@ impl Drop for Killed {
         let _ = self.0.kill();
         let _ = self.0.wait();
     }
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 async fn eventually<T>(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> Option<T>) -> T {

@@ -5,22 +5,13 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{on_path, repo_root, skip};
+use canary_testkit::{free_port, on_path, repo_root, skip, KillOnDrop};
 use serde_json::Value;
 use std::io::{Read, Write};
-use std::net::{TcpListener, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::net::TcpStream;
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tofino_fabric::TofinoLab;
-
-/// A port nobody listens on now.
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
 
 /// `GET path` from 127.0.0.1:`port`; the body.
 fn get(port: u16, path: &str) -> Option<String> {
@@ -51,15 +42,6 @@ fn query(port: u16, q: &str) -> Vec<(Value, f64)> {
         .unwrap_or_default()
 }
 
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_reads_the_blamed_links_loss_from_canary() {
     if !on_path("prometheus") {
@@ -71,7 +53,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
     let switches = dir.path().join("switches.yaml");
     std::fs::write(&switches, &lab.switches_yaml).unwrap();
     let (metrics, web, http) = (free_port(), free_port(), free_port());
-    let canary = Killed(
+    let canary = KillOnDrop(
         Command::new(env!("CARGO_BIN_EXE_canary"))
             .args([
                 "run",
@@ -103,7 +85,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
         ),
     )
     .unwrap();
-    let _prometheus = Killed(
+    let _prometheus = KillOnDrop(
         Command::new("prometheus")
             .arg(format!("--config.file={}", config.display()))
             .arg(format!(

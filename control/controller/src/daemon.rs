@@ -400,17 +400,7 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
         controller_config(opts),
     );
     if let Some((cluster, parts)) = &opts.cluster {
-        let stages = ClusterStages::start(
-            cluster.clone(),
-            &ctl.topo,
-            &ctl.segments,
-            &ctl.codec,
-            PathBfParams::default(),
-            ctl.cfg.canary.clone(),
-            *parts,
-        )
-        .await?;
-        ctl.set_cluster(stages);
+        ClusterStages::attach(&mut ctl, cluster, *parts, PathBfParams::default()).await?;
     }
     sink.metrics.set_primary(true);
     let last = sink.last_epoch()?;

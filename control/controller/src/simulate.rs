@@ -183,17 +183,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     rt.block_on(async {
         if let Some((cluster, parts)) = &opts.cluster {
-            let stages = ClusterStages::start(
-                cluster.clone(),
-                &ctl.topo,
-                &ctl.segments,
-                &ctl.codec,
-                opts.pathbf,
-                ctl.cfg.canary.clone(),
-                *parts,
-            )
-            .await?;
-            ctl.set_cluster(stages);
+            ClusterStages::attach(&mut ctl, cluster, *parts, opts.pathbf).await?;
         }
         ctl.start(&mut fabric).await;
         for e in 0..opts.epochs {

@@ -25,8 +25,9 @@ use canary_core::localize::{
 };
 use canary_core::topo::fattree::fattree;
 use canary_core::topo::{LinkIx, MonitorPlacement, Routing, Segments, Topology};
+use canary_testkit::golden;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 /// One observed path of a case file.
 struct Observed {
@@ -228,43 +229,12 @@ fn render(topo: &Topology, v: &Verdict) -> String {
     out
 }
 
-fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/localize");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn every_localizer_case_gives_its_recorded_verdict() {
-    let rewrite = std::env::var_os("CANARY_REWRITE_GOLDEN").is_some();
-    let files = cases();
-    assert!(files.len() >= 7, "{} case files", files.len());
-    let mut failures = String::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let (input, expected) = text
-            .split_once("\n----\n")
-            .unwrap_or_else(|| panic!("{}: no `----` line", file.display()));
-        let case = parse(&file, input);
-        let topo = topology(&file, &case.topology);
-        let got = render(&topo, &run(&file, &topo, &case));
-        if rewrite {
-            std::fs::write(&file, format!("{input}\n----\n{got}")).unwrap();
-        } else if got != expected {
-            let _ = writeln!(
-                failures,
-                "{}:\n--- expected\n{expected}+++ got\n{got}",
-                file.display()
-            );
-        }
-    }
-    assert!(
-        failures.is_empty(),
-        "verdicts changed (CANARY_REWRITE_GOLDEN=1 records the new ones):\n{failures}"
-    );
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/localize");
+    golden(&dir, 7, |file, input| {
+        let case = parse(file, input);
+        let topo = topology(file, &case.topology);
+        render(&topo, &run(file, &topo, &case))
+    });
 }

@@ -26,9 +26,10 @@ use canary_core::sketch::{meter_index, Dsm, FlowHashes, Meter, MeterConfig, Usm}
 use canary_core::topo::fattree::fattree;
 use canary_core::topo::{MonitorPlacement, Routing, Segments, SwitchIx, Topology};
 use canary_core::FlowId;
+use canary_testkit::golden;
 use std::collections::BTreeMap;
 use std::fmt::Write;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 fn flow(n: u32) -> FlowId {
     FlowId::v4(0x0a00_0002 + n, 0x0a03_0102, 6, 1000 + n as u16, 80)
@@ -231,39 +232,11 @@ fn render(f: &Fabric, snaps: &[MeterSnapshot]) -> String {
     out
 }
 
-fn cases() -> Vec<PathBuf> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/minus_meters");
-    let mut files: Vec<PathBuf> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| e.unwrap().path())
-        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
-        .collect();
-    files.sort();
-    files
-}
-
 #[test]
 fn every_minus_meters_case_gives_its_recorded_counts() {
-    let rewrite = std::env::var_os("CANARY_REWRITE_GOLDEN").is_some();
-    let files = cases();
-    assert!(files.len() >= 5, "{} case files", files.len());
-    let mut failures = String::new();
-    for file in files {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let (input, expected) = text
-            .split_once("\n----\n")
-            .unwrap_or_else(|| panic!("{}: no `----` line", file.display()));
-        let (f, snaps) = snapshots(&file, input);
-        let got = render(&f, &snaps);
-        if rewrite {
-            std::fs::write(&file, format!("{input}\n----\n{got}")).unwrap();
-        } else if got != expected {
-            let _ = writeln!(
-                failures,
-                "{}:\n--- expected\n{expected}--- got\n{got}",
-                file.display()
-            );
-        }
-    }
-    assert!(failures.is_empty(), "{failures}");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("testdata/minus_meters");
+    golden(&dir, 5, |file, input| {
+        let (f, snaps) = snapshots(file, input);
+        render(&f, &snaps)
+    });
 }

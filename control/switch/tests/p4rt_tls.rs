@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use canary_testkit::on_path;
+use canary_testkit::{free_port, on_path};
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap();
@@ -69,14 +69,6 @@ fn certificates(dir: &Path) {
         .arg(d("ext.cnf"))
         .arg("-out")
         .arg(d("server.pem")));
-}
-
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 struct Switch(Child);

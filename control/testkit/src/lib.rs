@@ -38,3 +38,83 @@ pub fn build_bmv2(dir: &Path) -> PathBuf {
     );
     dir.join("canary.json")
 }
+
+/// A data-driven golden test, in the way of raft-rs's `datadriven`: every `*.txt` file in `dir`
+/// holds an input, a `----` line and the output `run(file, input)` must give. A file whose output
+/// differs fails the test with the lines that differ; with `CANARY_REWRITE_GOLDEN` set, the
+/// expected outputs are rewritten instead (review them with `git diff`).
+pub fn golden(dir: &Path, min_files: usize, run: impl Fn(&Path, &str) -> String) {
+    let rewrite = std::env::var_os("CANARY_REWRITE_GOLDEN").is_some();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|x| x == "txt"))
+        .collect();
+    files.sort();
+    assert!(
+        files.len() >= min_files,
+        "{}: {} case files, expected at least {min_files}",
+        dir.display(),
+        files.len()
+    );
+    let mut failures = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        let (input, expected) = text
+            .split_once("\n----\n")
+            .unwrap_or_else(|| panic!("{}: no `----` line after the input", file.display()));
+        let got = run(file, input);
+        if rewrite {
+            std::fs::write(file, format!("{input}\n----\n{got}")).unwrap();
+        } else if got != expected {
+            failures.push(format!(
+                "{} (expected -, got +):\n{}",
+                file.display(),
+                line_diff(expected, &got)
+            ));
+        }
+    }
+    assert!(
+        failures.is_empty(),
+        "golden output changed; if intended, run with CANARY_REWRITE_GOLDEN=1 and review {}:\n{}",
+        dir.display(),
+        failures.join("\n")
+    );
+}
+
+/// The lines of `want` and `got` that differ, marked `-` and `+`, with their line numbers.
+pub fn line_diff(want: &str, got: &str) -> String {
+    let (w, g): (Vec<&str>, Vec<&str>) = (want.lines().collect(), got.lines().collect());
+    let mut out = String::new();
+    for i in 0..w.len().max(g.len()) {
+        let (a, b) = (w.get(i), g.get(i));
+        if a != b {
+            if let Some(a) = a {
+                out.push_str(&format!("{:4} - {a}\n", i + 1));
+            }
+            if let Some(b) = b {
+                out.push_str(&format!("{:4} + {b}\n", i + 1));
+            }
+        }
+    }
+    out
+}
+
+/// A port on 127.0.0.1 nobody listens on now.
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// A child process killed (and reaped) when this is dropped, so a failing test leaves none.
+pub struct KillOnDrop(pub std::process::Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}

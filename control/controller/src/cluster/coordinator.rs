@@ -4,6 +4,7 @@
 
 use super::wire::{self, Joined, Localize, Parts, Registers, Setup, Verdicts, WireSnapshot};
 use super::{connect, js_err, publish, ClusterConfig, ClusterError, Result};
+use crate::controller::Controller;
 use crate::report::{ClusterReport, EpochReport};
 use async_nats::jetstream::consumer::{self, pull};
 use async_nats::jetstream::{self, Context};
@@ -38,29 +39,24 @@ trait Part {
     fn delivered(&self) -> u64;
 }
 
-impl Part for Joined {
-    fn epoch(&self) -> u64 {
-        self.epoch
-    }
-    fn part(&self) -> u32 {
-        self.part
-    }
-    fn delivered(&self) -> u64 {
-        self.delivered
-    }
+/// Stage results carry their epoch, their partition and how often their input was handed out.
+macro_rules! parts {
+    ($($t:ty),*) => {$(
+        impl Part for $t {
+            fn epoch(&self) -> u64 {
+                self.epoch
+            }
+            fn part(&self) -> u32 {
+                self.part
+            }
+            fn delivered(&self) -> u64 {
+                self.delivered
+            }
+        }
+    )*};
 }
 
-impl Part for Verdicts {
-    fn epoch(&self) -> u64 {
-        self.epoch
-    }
-    fn part(&self) -> u32 {
-        self.part
-    }
-    fn delivered(&self) -> u64 {
-        self.delivered
-    }
-}
+parts!(Joined, Verdicts);
 
 impl ClusterStages {
     /// Starts run `cfg.run` afresh on the cluster (a stream of that name left by an earlier run
@@ -116,6 +112,28 @@ impl ClusterStages {
             verdicts,
             last: ClusterReport::default(),
         })
+    }
+
+    /// Starts the run on the cluster for `ctl` (its topology, segments, codec and localizer)
+    /// and hands its epochs' work to it.
+    pub async fn attach(
+        ctl: &mut Controller,
+        cluster: &ClusterConfig,
+        parts: Parts,
+        pathbf: PathBfParams,
+    ) -> Result<()> {
+        let stages = Self::start(
+            cluster.clone(),
+            &ctl.topo,
+            &ctl.segments,
+            &ctl.codec,
+            pathbf,
+            ctl.cfg.canary.clone(),
+            parts,
+        )
+        .await?;
+        ctl.set_cluster(stages);
+        Ok(())
     }
 
     /// One switch's harvest of this epoch, kept (without its empty buckets) until

@@ -3,7 +3,6 @@
 //! Thrift and gRPC ports (bmv2/run-switch.sh), killed by PID on drop.
 
 use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
-use std::net::TcpListener;
 use std::path::Path;
 use std::process::Command;
 use std::sync::OnceLock;
@@ -32,13 +31,7 @@ pub fn program() -> &'static Path {
     dir.path()
 }
 
-pub fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
+pub use canary_testkit::free_port;
 
 /// One simple_switch_grpc without ports; killed by PID on drop.
 pub struct Switch {
