@@ -38,6 +38,7 @@ use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, 
 use futures::future::join_all;
 use futures::stream::{FuturesUnordered, StreamExt};
 use std::time::{Duration, Instant};
+use tracing::Instrument;
 
 #[derive(Clone, Debug)]
 pub struct FabricOptions {
@@ -268,11 +269,15 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
         let attach_only = self.opts.attach_only;
         // Every switch is checked (and configured again if it lost its state) before any
         // monitor flips, so a re-push never lands among flipped switches.
-        let ready = join_all(self.slots.iter_mut().map(|slot| async move {
-            match ensure_up(slot, epoch, attach_only).await? {
-                Up::Kept => configure(slot, epoch, attach_only).await,
-                up => Ok(up),
+        let ready = join_all(self.slots.iter_mut().map(|slot| {
+            let span = tracing::info_span!("switch", name = %slot.driver.name());
+            async move {
+                match ensure_up(slot, epoch, attach_only).await? {
+                    Up::Kept => configure(slot, epoch, attach_only).await,
+                    up => Ok(up),
+                }
             }
+            .instrument(span)
         }))
         .await;
         let results = join_all(
@@ -334,9 +339,14 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
             .slots
             .iter_mut()
             .filter(|s| s.monitor)
-            .map(|slot| async move {
-                let r = harvest_one(slot, epoch, deadline, attach_only).await;
-                (slot.ix, slot.driver.connected(), r)
+            .map(|slot| {
+                // Each switch's reads log under its own name.
+                let span = tracing::info_span!("switch", name = %slot.driver.name());
+                async move {
+                    let r = harvest_one(slot, epoch, deadline, attach_only).await;
+                    (slot.ix, slot.driver.connected(), r)
+                }
+                .instrument(span)
             })
             .collect();
         while let Some((ix, connected, r)) = harvests.next().await {
