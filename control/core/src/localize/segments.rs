@@ -135,10 +135,11 @@ const WEAK_PIN: f64 = 1e-3;
 /// Loss-free segments give way where they contradict a lossy one. When every link of a lossy
 /// segment (loss q) is pinned healthy, its loss has nowhere to go and nothing is blamed: the
 /// testbed's 10 % fault went unreported when 19 packets that crossed it by chance lost none
-/// (0.9^19 = 13 %) while 1 368 on the other link of its segment lost none. The link whose
-/// strongest pin is the weakest is the likeliest home of the loss; its pins are dropped,
-/// if the strongest of them would have missed q with probability at least [`WEAK_PIN`]. A
-/// loss all of whose links are pinned harder than that is left unexplained, as before.
+/// (0.9^19 = 13 %) while 1 368 on the other link of its segment lost none. A link whose
+/// strongest pin would have missed q with probability at least [`WEAK_PIN`], when it is the
+/// only such link of the segment, is the likeliest home of the loss: its pins are dropped. A
+/// loss whose links are all pinned harder than that, or several of them as weakly, is left
+/// unexplained, as before.
 fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>) -> Vec<usize> {
     loop {
         // The most packets a kept loss-free segment carried over each link.
@@ -158,12 +159,18 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>) -> Vec<usize> {
             if q <= 0.0 || s.links.iter().any(|l| !pin.contains_key(l)) {
                 return None;
             }
-            let (&link, &n) = s
+            // Only a pin that is weak where the segment's other links are pinned hard gives
+            // way: when several are weak, nothing says which link the loss is on (at k = 16,
+            // 1 000-packet pins against 0.2 % losses, unpinning the lowest-numbered of them
+            // blamed 248 healthy link-epochs against 7).
+            let mut weak = s
                 .links
                 .iter()
-                .map(|l| (l, &pin[l]))
-                .min_by_key(|&(l, &n)| (n, *l))?;
-            ((1.0 - q).powf(n as f64) >= WEAK_PIN).then_some(link)
+                .filter(|l| (1.0 - q).powf(pin[*l] as f64) >= WEAK_PIN);
+            match (weak.next(), weak.next()) {
+                (Some(&link), None) => Some(link),
+                _ => None,
+            }
         });
         let Some(link) = unpin else {
             return idx;
