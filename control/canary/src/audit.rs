@@ -72,6 +72,6 @@ pub fn command(a: AuditArgs) -> Result<()> {
             }
             Ok(())
         }
-        Err(e) => Err(e),
+        Err(e) => Err(e.into()),
     }
 }

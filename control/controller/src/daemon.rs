@@ -10,13 +10,13 @@
 use crate::cluster::wire::Parts;
 use crate::cluster::{ClusterConfig, ClusterStages};
 use crate::controller::{localizer_params, Controller, ControllerConfig};
+use crate::error::{Error, Result};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
 use crate::report_file::ReportFile;
 use crate::setup::{load_topology, prepare, Prepared};
 use crate::simulate::SimulationResult;
 use crate::standby;
-use anyhow::{bail, Context, Result};
 use canary_core::decide::DecisionParams;
 use canary_core::fault::{self, Fault};
 use canary_core::pathbf::PathBfParams;
@@ -98,27 +98,34 @@ pub fn load_p4(dir: Option<&Path>) -> Result<P4Artifacts> {
         None => {
             let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bmv2/build.sh");
             if !script.exists() {
-                bail!("no --p4 DIR given and no bmv2/build.sh next to this build to compile one");
+                return Err(Error::given(
+                    "--p4",
+                    "no --p4 DIR given and no bmv2/build.sh next to this build to compile one",
+                ));
             }
-            let tmp = tempfile::tempdir()?;
+            let tmp =
+                tempfile::tempdir().map_err(|e| Error::io("a directory for the P4 build", e))?;
             let out = std::process::Command::new(&script)
                 .arg(tmp.path())
                 .output()
-                .with_context(|| format!("running {}", script.display()))?;
+                .map_err(|e| Error::io(format!("running {}", script.display()), e))?;
             let json = tmp.path().join("canary.json");
             if !out.status.success() || !json.exists() {
-                bail!(
-                    "compiling the P4 program failed (is p4c on PATH?):\n{}",
-                    String::from_utf8_lossy(&out.stderr)
-                );
+                return Err(Error::given(
+                    script.display(),
+                    format!(
+                        "compiling the P4 program failed (is p4c on PATH?):\n{}",
+                        String::from_utf8_lossy(&out.stderr)
+                    ),
+                ));
             }
             (tmp.path().to_path_buf(), Some(tmp))
         }
     };
     let json = dir.join("canary.json");
     let device_config = std::fs::read(&json)
-        .with_context(|| format!("cannot read the BMv2 JSON {}", json.display()))?;
-    let p4info = P4InfoIndex::load(&dir.join("canary.p4info.bin"))?;
+        .map_err(|e| Error::io(format!("cannot read the BMv2 JSON {}", json.display()), e))?;
+    let p4info = P4InfoIndex::load(&dir.join("canary.p4info.bin")).map_err(Error::switches)?;
     Ok(P4Artifacts {
         device_config,
         p4info,
@@ -134,10 +141,11 @@ pub async fn run(
     on_epoch: impl FnMut(&EpochReport),
 ) -> Result<SimulationResult> {
     if opts.target == Target::Tofino && !opts.bmv2.role.is_empty() {
-        bail!(
-            "--role is a P4Runtime role and BF Runtime has none: on Tofino, Canary binds to \
-             the program bf_switchd loaded and configures the switch itself"
-        );
+        return Err(Error::given(
+            "--role",
+            "a P4Runtime role, and BF Runtime has none: on Tofino, Canary binds to the program \
+             bf_switchd loaded and configures the switch itself",
+        ));
     }
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let faults: Vec<Fault> = match &opts.faults {
@@ -145,13 +153,15 @@ pub async fn run(
         Some(f) if f == "none" => vec![],
         Some(f) => {
             let text = std::fs::read_to_string(f)
-                .with_context(|| format!("cannot read fault file {f}"))?;
+                .map_err(|e| Error::io(format!("cannot read fault file {f}"), e))?;
             fault::parse(f, &text, &topo)?
         }
     };
     let prep = prepare(topo, PathBfParams::default())?;
     let switches_path = opts.switches.display().to_string();
-    let bound = SwitchesFile::load(&switches_path)?.bind(&switches_path, &prep.topo)?;
+    let bound = SwitchesFile::load(&switches_path)
+        .and_then(|f| f.bind(&switches_path, &prep.topo))
+        .map_err(Error::switches)?;
     let ports = port_map(&bound);
     let fabric_opts = FabricOptions {
         harvest_deadline: opts.harvest_deadline,
@@ -191,10 +201,10 @@ pub async fn run(
     match opts.target {
         Target::Bmv2 => {
             let p4 = load_p4(opts.p4.as_deref())?;
-            let program = Arc::new(Bmv2Program::new(
-                p4.p4info.clone(),
-                p4.device_config.clone(),
-            )?);
+            let program = Arc::new(
+                Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone())
+                    .map_err(Error::switches)?,
+            );
             let drivers = |election_id: u128| -> Vec<Bmv2Driver> {
                 let mut bopts = opts.bmv2.clone();
                 bopts.election_id = election_id;
@@ -259,7 +269,12 @@ pub async fn run(
                         tracing::info!("waiting for {}: {e}", bound[0].name);
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
-                    Err(e) => bail!("cannot read the program from {}: {e}", bound[0].name),
+                    Err(e) => {
+                        return Err(Error::Switches(format!(
+                            "cannot read the program from {}: {e}",
+                            bound[0].name
+                        )))
+                    }
                 }
             };
             let drivers = bound
@@ -296,7 +311,7 @@ pub async fn run(
             .await?
             {
                 Ended::Done(result) => Ok(*result),
-                Ended::Demoted(why) => bail!("{why}"),
+                Ended::Demoted(why) => Err(Error::Demoted(why)),
             }
         }
     }
@@ -383,7 +398,7 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
             sink.metrics.set_primary(false);
             return Ok(Ended::Demoted(why.to_string()));
         }
-        return Err(e);
+        return Err(Error::switches(e));
     }
     if !opts.quiet {
         eprintln!(
@@ -432,8 +447,9 @@ async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
     let result = SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut sink.epochs));
     if let Some(path) = &opts.json {
         let f = std::fs::File::create(path)
-            .with_context(|| format!("--json {}: cannot write", path.display()))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
+            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)
+            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e.into()))?;
     }
     tracing::info!(counters = ?fabric.counters, "fabric counters");
     Ok(Ended::Done(Box::new(result)))

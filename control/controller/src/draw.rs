@@ -11,7 +11,7 @@
 //!
 //! Plain hand-written SVG: the picture is a graph, not a chart, so `plotters` would add nothing.
 
-use anyhow::{Context, Result};
+use crate::error::{Error, Result};
 use canary_core::topo::{SwitchIx, Topology};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -49,14 +49,14 @@ pub type Marks = BTreeMap<(String, String), Mark>;
 
 /// Reads `faults` and `summary.blamed` of a run's JSON; errors name the file and the field.
 pub fn marks_from_run(path: &std::path::Path) -> Result<(Marks, String)> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::given(format!("{}: not JSON", path.display()), e))?;
     let links = |field: &str, list: &serde_json::Value| -> Result<Vec<(String, String, f64)>> {
-        let arr = list
-            .as_array()
-            .with_context(|| format!("{}: {field}: expected a list", path.display()))?;
+        let arr = list.as_array().ok_or_else(|| {
+            Error::given(format!("{}: {field}", path.display()), "expected a list")
+        })?;
         arr.iter()
             .enumerate()
             .map(|(i, x)| {
@@ -64,10 +64,10 @@ pub fn marks_from_run(path: &std::path::Path) -> Result<(Marks, String)> {
                 let (Some(a), Some(b), Some(loss)) =
                     (l[0].as_str(), l[1].as_str(), x["loss"].as_f64())
                 else {
-                    anyhow::bail!(
-                        "{}: {field}[{i}]: expected {{link: [from, to], loss}}",
-                        path.display()
-                    );
+                    return Err(Error::given(
+                        format!("{}: {field}[{i}]", path.display()),
+                        "expected {link: [from, to], loss}",
+                    ));
                 };
                 Ok((a.to_string(), b.to_string(), loss))
             })
@@ -172,11 +172,12 @@ pub fn layout_with(topo: &Topology, host_room: bool) -> Layout {
 /// The SVG text. Names in `marks` that the topology does not have are an error.
 pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
     for (a, b) in marks.keys() {
-        anyhow::ensure!(
-            topo.link_by_names(a, b).is_some(),
-            "link [{a}, {b}] is not in topology {}",
-            topo.name
-        );
+        if topo.link_by_names(a, b).is_none() {
+            return Err(Error::given(
+                format!("link [{a}, {b}]"),
+                format!("not in topology {}", topo.name),
+            ));
+        }
     }
     let Layout {
         width, height, pos, ..
@@ -342,12 +343,12 @@ pub fn main(a: &DrawArgs) -> Result<()> {
             format!("{}: {score}", a.topology)
         }
     });
-    let svg = render(&topo, &marks, &title).with_context(|| {
-        a.json
-            .as_ref()
-            .map_or(String::new(), |p| p.display().to_string())
+    let svg = render(&topo, &marks, &title).map_err(|e| match &a.json {
+        Some(p) => Error::given(p.display(), e),
+        None => e,
     })?;
-    std::fs::write(&a.out, svg).with_context(|| format!("cannot write {}", a.out.display()))
+    std::fs::write(&a.out, svg)
+        .map_err(|e| Error::io(format!("cannot write {}", a.out.display()), e))
 }
 
 #[cfg(test)]

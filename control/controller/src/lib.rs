@@ -10,6 +10,7 @@ pub mod cluster;
 pub mod controller;
 pub mod daemon;
 pub mod draw;
+pub mod error;
 pub mod metrics;
 pub mod page;
 pub mod report;
@@ -18,3 +19,5 @@ pub mod setup;
 pub mod simulate;
 pub mod standby;
 pub mod view;
+
+pub use error::{Error, Result};

@@ -347,12 +347,14 @@ impl Metrics {
 }
 
 /// Serves `GET /metrics` on `addr` until the process ends; returns the bound address.
-pub async fn serve(addr: &str, metrics: Arc<Metrics>) -> anyhow::Result<std::net::SocketAddr> {
-    use anyhow::Context;
+pub async fn serve(addr: &str, metrics: Arc<Metrics>) -> crate::Result<std::net::SocketAddr> {
+    let what = || format!("--metrics {addr}: cannot listen");
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("--metrics {addr}: cannot listen"))?;
-    let bound = listener.local_addr()?;
+        .map_err(|e| crate::Error::io(what(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| crate::Error::io(what(), e))?;
     let app = axum::Router::new().route(
         "/metrics",
         axum::routing::get(move || {

@@ -11,7 +11,6 @@
 
 use crate::draw;
 use crate::report::EpochReport;
-use anyhow::Context;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse};
 use canary_core::topo::Topology;
@@ -136,12 +135,15 @@ fn json(body: String) -> impl IntoResponse {
 }
 
 /// Serves the page on `addr` until the process ends; returns the bound address.
-pub async fn serve(addr: &str, page: Page) -> anyhow::Result<std::net::SocketAddr> {
+pub async fn serve(addr: &str, page: Page) -> crate::Result<std::net::SocketAddr> {
     use axum::routing::get;
+    let what = || format!("{addr}: cannot listen for the page");
     let listener = tokio::net::TcpListener::bind(addr)
         .await
-        .with_context(|| format!("{addr}: cannot listen for the page"))?;
-    let bound = listener.local_addr()?;
+        .map_err(|e| crate::Error::io(what(), e))?;
+    let bound = listener
+        .local_addr()
+        .map_err(|e| crate::Error::io(what(), e))?;
     let (p1, p2, p3) = (page.clone(), page.clone(), page);
     let app = axum::Router::new()
         .route("/", get(|| async { Html(INDEX) }))

@@ -7,8 +7,8 @@
 //! controller that starts after another (restarted, or a standby taking over) which epoch was
 //! reported last, so the report goes on with no epoch written twice.
 
+use crate::error::{Error, Result};
 use crate::report::EpochReport;
-use anyhow::{bail, Context, Result};
 use std::fs::{File, OpenOptions};
 use std::io::{Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
@@ -39,9 +39,16 @@ impl ReportFile {
             .append(true)
             .read(true)
             .open(path)
-            .with_context(|| format!("--report {}: cannot open for appending", path.display()))?;
+            .map_err(|e| {
+                Error::io(
+                    format!("--report {}: cannot open for appending", path.display()),
+                    e,
+                )
+            })?;
         let mut me = ReportFile {
-            file: file.try_clone()?,
+            file: file
+                .try_clone()
+                .map_err(|e| Error::io(format!("--report {}", path.display()), e))?,
             path: path.to_path_buf(),
             last: None,
             failed: false,
@@ -51,9 +58,9 @@ impl ReportFile {
             return Ok(me);
         }
         let mut text = Vec::new();
-        file.seek(SeekFrom::Start(0))?;
-        file.read_to_end(&mut text)
-            .with_context(|| format!("--report {}: cannot read", path.display()))?;
+        file.seek(SeekFrom::Start(0))
+            .and_then(|_| file.read_to_end(&mut text))
+            .map_err(|e| Error::io(format!("--report {}: cannot read", path.display()), e))?;
         let whole = text.iter().rposition(|&b| b == b'\n').map_or(0, |i| i + 1);
         if whole < text.len() {
             tracing::warn!(
@@ -61,10 +68,13 @@ impl ReportFile {
                 path.display(),
                 text.len() - whole
             );
-            me.file.set_len(whole as u64).with_context(|| {
-                format!(
-                    "--report {}: cannot cut off its unfinished last line",
-                    path.display()
+            me.file.set_len(whole as u64).map_err(|e| {
+                Error::io(
+                    format!(
+                        "--report {}: cannot cut off its unfinished last line",
+                        path.display()
+                    ),
+                    e,
                 )
             })?;
         }
@@ -90,10 +100,10 @@ impl ReportFile {
     /// Appends `r` as one line. An epoch the file already holds is not written again (`Ok(false)`).
     pub fn append(&mut self, r: &EpochReport) -> Result<bool> {
         if self.failed {
-            bail!(
-                "{}: not written after an earlier failure",
-                self.path.display()
-            );
+            return Err(Error::given(
+                self.path.display(),
+                "not written after an earlier failure",
+            ));
         }
         if self.last.is_some_and(|l| r.epoch <= l) {
             tracing::warn!(
@@ -104,23 +114,27 @@ impl ReportFile {
             );
             return Ok(false);
         }
-        let mut line = serde_json::to_vec(r)?;
+        let mut line = serde_json::to_vec(r).expect("a report serialises");
         line.push(b'\n');
         let before = self.file.metadata().map(|m| m.len()).ok();
         if let Err(e) = self.file.write_all(&line) {
             self.failed = true;
             // Cut back what part of the line got out, so the file ends with a whole line.
             let undone = before.is_some_and(|len| self.file.set_len(len).is_ok());
-            bail!(
-                "writing epoch {} to {}: {e}{}; the daemon stops writing the report",
-                r.epoch,
-                self.path.display(),
-                if undone {
-                    ""
-                } else {
-                    " (a partial line may remain and is cut off when the file is next opened)"
-                }
-            );
+            return Err(Error::io(
+                format!(
+                    "writing epoch {} to {}{}; the daemon stops writing the report",
+                    r.epoch,
+                    self.path.display(),
+                    if undone {
+                        ""
+                    } else {
+                        " (a partial line may remain and is cut off when the file is next \
+                         opened)"
+                    }
+                ),
+                e,
+            ));
         }
         self.last = Some(r.epoch);
         Ok(true)

@@ -1,7 +1,7 @@
 //! Reading what a run is given: topology (`fattree:K` or a YAML file), faults (a YAML file or
 //! `random:P%`), and the pathBF audit that makes every segment decodable before anything starts.
 
-use anyhow::{bail, Context, Result};
+use crate::error::{Error, Result};
 use canary_core::fault::{self, Fault};
 use canary_core::pathbf::{self, Audit, PathBfCodec, PathBfParams};
 use canary_core::topo::{fattree::fattree, yaml, MonitorPlacement, Routing, Segments, Topology};
@@ -10,13 +10,17 @@ use rand::Rng;
 /// `fattree:K` or a path to a YAML topology. `monitors` overrides the file's placement.
 pub fn load_topology(spec: &str, monitors: Option<MonitorPlacement>) -> Result<Topology> {
     let mut topo = if let Some(k) = spec.strip_prefix("fattree:") {
-        let k: u32 = k
-            .parse()
-            .with_context(|| format!("--topology {spec}: `{k}` is not a number"))?;
-        fattree(k, monitors.unwrap_or_default()).with_context(|| format!("--topology {spec}"))?
+        let k: u32 = k.parse().map_err(|_| {
+            Error::given(
+                format!("--topology {spec}"),
+                format!("`{k}` is not a number"),
+            )
+        })?;
+        fattree(k, monitors.unwrap_or_default())
+            .map_err(|e| Error::given(format!("--topology {spec}"), e))?
     } else {
         let text = std::fs::read_to_string(spec)
-            .with_context(|| format!("cannot read topology file {spec}"))?;
+            .map_err(|e| Error::io(format!("cannot read topology file {spec}"), e))?;
         yaml::parse(spec, &text)?
     };
     if let Some(m) = monitors {
@@ -40,12 +44,14 @@ pub fn prepare(mut topo: Topology, params: PathBfParams) -> Result<Prepared> {
     let segments = Segments::new(&topo, &routing);
     let audit = pathbf::repair(&mut topo, &segments, params, 50)?;
     if !audit.undecodable.is_empty() {
-        bail!(
-            "{} segments of {} stay undecodable after reassigning switch IDs: \
-             use a larger pathBF (--pathbf-bits) or monitors on more layers",
-            audit.undecodable.len(),
-            topo.name
-        );
+        return Err(Error::given(
+            format!("--topology {}", topo.name),
+            format!(
+                "{} segments stay undecodable after reassigning switch IDs: use a larger \
+                 pathBF (--pathbf-bits) or monitors on more layers",
+                audit.undecodable.len()
+            ),
+        ));
     }
     let codec = PathBfCodec::new(&topo, &segments, params)?;
     Ok(Prepared {
@@ -70,11 +76,12 @@ pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Ve
     };
     if let Some(p) = body.strip_prefix("random:") {
         let p = p.trim_end_matches('%');
+        let what = || format!("--faults {spec}");
         let pct: f64 = p
             .parse()
-            .with_context(|| format!("--faults {spec}: `{p}` is not a percentage"))?;
+            .map_err(|_| Error::given(what(), format!("`{p}` is not a percentage")))?;
         if !(0.0..=100.0).contains(&pct) {
-            bail!("--faults {spec}: the percentage must be in 0..100");
+            return Err(Error::given(what(), "the percentage must be in 0..100"));
         }
         let mut faults = fault::random(topo, pct, rng);
         for f in &mut faults {
@@ -89,29 +96,36 @@ pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Ve
     }
     for (prefix, both) in [("links:", true), ("oneway:", false)] {
         if let Some(n) = body.strip_prefix(prefix) {
-            let n: usize = n
-                .parse()
-                .with_context(|| format!("--faults {spec}: `{n}` is not a link count"))?;
+            let n: usize = n.parse().map_err(|_| {
+                Error::given(
+                    format!("--faults {spec}"),
+                    format!("`{n}` is not a link count"),
+                )
+            })?;
             return Ok(fault::pick(topo, n, both, rates, rng));
         }
     }
     if spec == "none" {
         return Ok(vec![]);
     }
-    let text =
-        std::fs::read_to_string(spec).with_context(|| format!("cannot read fault file {spec}"))?;
+    let text = std::fs::read_to_string(spec)
+        .map_err(|e| Error::io(format!("cannot read fault file {spec}"), e))?;
     Ok(fault::parse(spec, &text, topo)?)
 }
 
 /// `R` or `LO..HI`, each a probability.
 fn parse_rates(spec: &str, r: &str) -> Result<fault::Rates> {
     let prob = |x: &str| -> Result<f64> {
+        let what = || format!("--faults {spec}");
         let v: f64 = x
             .trim()
             .parse()
-            .with_context(|| format!("--faults {spec}: `{x}` is not a loss rate"))?;
+            .map_err(|_| Error::given(what(), format!("`{x}` is not a loss rate")))?;
         if !(0.0..=1.0).contains(&v) {
-            bail!("--faults {spec}: the loss rate {v} is not in [0, 1]");
+            return Err(Error::given(
+                what(),
+                format!("the loss rate {v} is not in [0, 1]"),
+            ));
         }
         Ok(v)
     };
@@ -119,7 +133,10 @@ fn parse_rates(spec: &str, r: &str) -> Result<fault::Rates> {
         Some((lo, hi)) => {
             let (lo, hi) = (prob(lo)?, prob(hi)?);
             if hi < lo {
-                bail!("--faults {spec}: the range {lo}..{hi} is empty");
+                return Err(Error::given(
+                    format!("--faults {spec}"),
+                    format!("the range {lo}..{hi} is empty"),
+                ));
             }
             fault::Rates::Uniform(lo, hi)
         }

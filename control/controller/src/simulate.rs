@@ -4,9 +4,9 @@
 use crate::cluster::wire::Parts;
 use crate::cluster::{ClusterConfig, ClusterStages};
 use crate::controller::{localizer_params, Controller, ControllerConfig};
+use crate::error::{Error, Result};
 use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
 use crate::setup::{load_faults, load_topology, prepare};
-use anyhow::Result;
 use canary_core::decide::DecisionParams;
 use canary_core::fault::{background, link_losses, with_faults, Fault};
 use canary_core::localize::Localizer;
@@ -179,7 +179,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
+        .build()
+        .map_err(|e| Error::io("the simulation's runtime", e))?;
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     rt.block_on(async {
         if let Some((cluster, parts)) = &opts.cluster {
@@ -193,7 +194,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
             on_epoch(&r);
             epochs.push(r);
         }
-        anyhow::Ok(())
+        Ok::<(), Error>(())
     })?;
     let result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
     Ok(FullRun {

@@ -1,10 +1,10 @@
 //! The page from the command line: `canary simulate --serve` (a simulated run, paced so a page
 //! can follow it), `canary view RUN.json` (a finished run), and the runtime both serve from.
 
+use crate::error::{Error, Result};
 use crate::page::{self, Page};
 use crate::report::EpochReport;
 use crate::setup::load_topology;
-use anyhow::{Context, Result};
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
@@ -33,7 +33,8 @@ impl Served {
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
-            .build()?;
+            .build()
+            .map_err(|e| Error::io("the page's runtime", e))?;
         let addr = rt.block_on(page::serve(addr, page.clone()))?;
         eprintln!("the page: http://{addr}/");
         Ok(Served { page, addr, rt })
@@ -48,18 +49,22 @@ impl Served {
 
 /// The epoch reports of a run's JSON; errors name the file and the epoch.
 pub fn epochs_of(path: &std::path::Path) -> Result<Vec<EpochReport>> {
-    let text =
-        std::fs::read_to_string(path).with_context(|| format!("cannot read {}", path.display()))?;
-    let v: serde_json::Value =
-        serde_json::from_str(&text).with_context(|| format!("{}: not JSON", path.display()))?;
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
+    let v: serde_json::Value = serde_json::from_str(&text)
+        .map_err(|e| Error::given(format!("{}: not JSON", path.display()), e))?;
     let list = v["epochs"]
         .as_array()
-        .with_context(|| format!("{}: no `epochs` list", path.display()))?;
+        .ok_or_else(|| Error::given(path.display(), "no `epochs` list"))?;
     list.iter()
         .enumerate()
         .map(|(i, e)| {
-            serde_json::from_value(e.clone())
-                .with_context(|| format!("{}: epochs[{i}] is not an epoch report", path.display()))
+            serde_json::from_value(e.clone()).map_err(|err| {
+                Error::given(
+                    format!("{}: epochs[{i}] is not an epoch report", path.display()),
+                    err,
+                )
+            })
         })
         .collect()
 }
