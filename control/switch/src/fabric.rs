@@ -18,27 +18,23 @@
 //! One switch that does not answer costs its own segments and nothing else.
 
 mod clock;
+mod connect;
+mod flip;
 mod harvest;
 mod slot;
 mod waves;
 
 pub use clock::{Clock, WallClock};
-use harvest::harvest_one;
-use slot::{adopt_state, configure, ensure_up, first_failure, switch_error, Rules, Slot, Up};
+pub use connect::ConnectError;
+use slot::{Rules, Slot};
 
 use crate::driver::SwitchDriver;
-use crate::entries::{self, Change, Write};
-use crate::meters;
+use crate::entries;
 use crate::rule_ids::RuleIds;
 use canary_core::capacity::Capacity;
 use canary_core::fabric::{Fabric, HhReport, Resumed, RuleOp, Sink, SwitchError, SwitchResult};
-use canary_core::model::{epoch_tag, SwitchConfig};
-use canary_core::sketch::{Dsm, Usm};
 use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
-use futures::future::join_all;
-use futures::stream::{FuturesUnordered, StreamExt};
-use std::time::{Duration, Instant};
-use tracing::Instrument;
+use std::time::Duration;
 
 #[derive(Clone, Debug)]
 pub struct FabricOptions {
@@ -158,64 +154,6 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
 }
 
 impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
-    /// Connects to every switch and configures it, retrying switches that are not up yet until
-    /// `patience` has passed. Fails when any switch cannot be configured by then: a run starts
-    /// on a whole fabric.
-    pub async fn connect(&mut self, patience: Duration) -> anyhow::Result<()> {
-        let deadline = Instant::now() + patience;
-        let (epoch, attach_only, adopt) = (self.epoch, self.opts.attach_only, self.opts.adopt);
-        let mut resumed = Resumed::default();
-        loop {
-            let pending: Vec<&mut Slot<D>> = self.slots.iter_mut().filter(|s| !s.up).collect();
-            let results = join_all(pending.into_iter().map(|s| async move {
-                let r = match ensure_up(s, epoch, attach_only).await {
-                    Ok(Up::Kept) if adopt => adopt_state(s, attach_only).await,
-                    Ok(Up::Kept) => configure(s, epoch, attach_only).await,
-                    r => r,
-                };
-                (s.ix, s.monitor, s.driver.name().to_string(), r)
-            }))
-            .await;
-            let mut errors = Vec::new();
-            for (ix, monitor, name, r) in results {
-                match r {
-                    Ok(Up::Adopted(tag, rules)) => {
-                        if monitor {
-                            resumed.tags.push((ix, tag));
-                        }
-                        resumed.rules.extend(rules);
-                    }
-                    Ok(_) => resumed.fresh.push(ix),
-                    Err(SwitchError::NotPrimary(m)) => {
-                        // Another controller holds the switch: waiting would be fighting.
-                        self.demoted = Some(format!("{name}: {m}"));
-                        anyhow::bail!("{name}: another controller is primary: {m}");
-                    }
-                    Err(e) => errors.push(format!("{name}: {e}")),
-                }
-            }
-            if errors.is_empty() {
-                break;
-            }
-            if Instant::now() >= deadline {
-                anyhow::bail!("cannot configure the fabric:\n  {}", errors.join("\n  "));
-            }
-            tracing::info!("waiting for {} switches: {}", errors.len(), errors[0]);
-            tokio::time::sleep(Duration::from_millis(500)).await;
-        }
-        if !resumed.tags.is_empty() {
-            tracing::info!(
-                adopted = resumed.tags.len(),
-                rules = resumed.rules.len(),
-                fresh = resumed.fresh.len(),
-                "switches found as an earlier controller left them: resuming"
-            );
-            self.resumed = Some(resumed);
-        }
-        self.clock.start();
-        Ok(())
-    }
-
     /// A switch whose harvest takes longer than `d` is left out of that epoch.
     pub fn set_harvest_deadline(&mut self, d: Duration) {
         self.opts.harvest_deadline = d;
@@ -265,131 +203,11 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
     }
 
     async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
-        self.epoch = epoch;
-        let attach_only = self.opts.attach_only;
-        // Every switch is checked (and configured again if it lost its state) before any
-        // monitor flips, so a re-push never lands among flipped switches.
-        let ready = join_all(self.slots.iter_mut().map(|slot| {
-            let span = tracing::info_span!("switch", name = %slot.driver.name());
-            async move {
-                match ensure_up(slot, epoch, attach_only).await? {
-                    Up::Kept => configure(slot, epoch, attach_only).await,
-                    up => Ok(up),
-                }
-            }
-            .instrument(span)
-        }))
-        .await;
-        let results = join_all(
-            self.slots
-                .iter_mut()
-                .zip(ready)
-                .map(|(slot, r)| async move {
-                    let up = r?;
-                    if !slot.monitor {
-                        return Ok(up);
-                    }
-                    let w = Write {
-                        change: Change::Modify,
-                        entry: entries::config(SwitchConfig {
-                            monitor: true,
-                            mask: slot.mask,
-                            epoch: epoch_tag(epoch),
-                        }),
-                    };
-                    let failed = slot.driver.write(std::slice::from_ref(&w)).await;
-                    first_failure("epoch flip", failed)?;
-                    Ok(up)
-                }),
-        )
-        .await;
-        let mut out = Vec::new();
-        let mut events = Vec::new();
-        for (slot, r) in self.slots.iter().zip(results) {
-            let r = match r {
-                Ok(Up::Same | Up::Fresh | Up::Kept | Up::Adopted(..)) => Ok(()),
-                Ok(Up::Repushed) => {
-                    self.counters.repushes += 1;
-                    Err(SwitchError::Restarted(format!(
-                        "{} came back without Canary's state: configured again",
-                        slot.driver.name()
-                    )))
-                }
-                Err(e) => Err(e),
-            };
-            if let Err(e) = &r {
-                events.push((slot.ix, e.clone()));
-            }
-            if slot.monitor {
-                out.push((slot.ix, r));
-            }
-        }
-        for (ix, e) in events {
-            self.note(ix, &e);
-        }
-        out
+        self.flip_to_epoch(epoch).await
     }
 
     async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>) {
-        let (deadline, attach_only) = (self.opts.harvest_deadline, self.opts.attach_only);
-        let mut failed = Vec::new();
-        let (mut stale, mut late) = (0u64, 0u64);
-        // Every monitor at once; each answer goes on as soon as it is in.
-        let mut harvests: FuturesUnordered<_> = self
-            .slots
-            .iter_mut()
-            .filter(|s| s.monitor)
-            .map(|slot| {
-                // Each switch's reads log under its own name.
-                let span = tracing::info_span!("switch", name = %slot.driver.name());
-                async move {
-                    let r = harvest_one(slot, epoch, deadline, attach_only).await;
-                    (slot.ix, slot.driver.connected(), r)
-                }
-                .instrument(span)
-            })
-            .collect();
-        while let Some((ix, connected, r)) = harvests.next().await {
-            let r = match r {
-                // A stream that broke during the epoch means the switch may have restarted
-                // since the flip: its counts cannot be trusted.
-                Ok(_) if !connected => Err(SwitchError::Unreachable(
-                    "lost the connection during the epoch".into(),
-                )),
-                Ok((snap, n)) => {
-                    stale += n as u64;
-                    Ok(snap)
-                }
-                Err((e, was_late)) => {
-                    late += u64::from(was_late);
-                    Err(e)
-                }
-            };
-            if let Err(e) = &r {
-                failed.push((ix, e.clone()));
-            }
-            sink(ix, r);
-        }
-        drop(harvests);
-        self.counters.stale_cells_cleared += stale;
-        self.counters.harvests_late += late;
-        for (ix, e) in failed {
-            self.counters.harvest_errors += 1;
-            self.note(ix, &e);
-        }
-        // Transit switches that went away during the epoch also spoil the segments they carry.
-        let lost: Vec<SwitchIx> = self
-            .slots
-            .iter()
-            .filter(|s| !s.monitor && !s.driver.connected())
-            .map(|s| s.ix)
-            .collect();
-        for ix in lost {
-            self.note(
-                ix,
-                &SwitchError::Unreachable("lost the connection during the epoch".into()),
-            );
-        }
+        self.harvest_monitors(epoch, sink).await
     }
 
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
@@ -435,27 +253,5 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
 
     fn take_resumed(&mut self) -> Option<Resumed> {
         self.resumed.take()
-    }
-}
-
-impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
-    /// The meters switch `s` holds for the epoch with tag `tag`, read without the harvest's
-    /// side effects: for tests.
-    pub async fn peek_meters(&mut self, s: SwitchIx, tag: u16) -> Result<(Usm, Dsm), SwitchError> {
-        let slot = &mut self.slots[s as usize];
-        let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
-        let layout = slot
-            .driver
-            .program()
-            .ok_or_else(|| SwitchError::Other("no program resolved".into()))?
-            .meters
-            .clone();
-        let decoded = pipes
-            .iter()
-            .map(|c| meters::decode(&layout, c, tag, &slot.ids, slot.driver.name()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| SwitchError::Other(e.to_string()))?;
-        let d = meters::merge_pipes(decoded);
-        Ok((d.usm, d.dsm))
     }
 }

@@ -3,16 +3,22 @@
 //! reads). Thrift calls block, so they run off the async runtime; a read still running when the
 //! fabric gave up on it is waited for (and discarded) before the next one starts.
 
+mod reads;
+mod registers;
+
+pub use registers::meter_cells;
+
 use super::p4runtime;
-use crate::bmv2_thrift::{ThriftClient, Timeouts};
-use crate::contract::{Program, Register, Table};
+use crate::bmv2_thrift::ThriftClient;
+use crate::contract::Program;
 use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
-use crate::meters::{Cell, MeterCells, RowCells};
+use crate::meters::{Cell, MeterCells};
 use crate::p4info::P4InfoIndex;
 use crate::p4rt::{P4RtClient, P4RtConfig, P4RtError};
 use crate::switches::BoundSwitch;
 use bfrt_proto::p4rt::update;
+use registers::ThriftRead;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -87,9 +93,6 @@ impl Bmv2Program {
         })
     }
 }
-
-type ThriftRead =
-    tokio::task::JoinHandle<(Option<ThriftClient>, Result<Vec<MeterCells>, DriverError>)>;
 
 pub struct Bmv2Driver {
     bound: BoundSwitch,
@@ -178,143 +181,6 @@ impl Bmv2Driver {
             )
             .await
             .map_err(from_p4rt)
-    }
-
-    fn thrift_addr(&self) -> Result<String, DriverError> {
-        self.bound.endpoint.thrift.clone().ok_or_else(|| {
-            DriverError::Refused(format!(
-                "{} has no `thrift` address in the switches file: BMv2 registers are read over Thrift",
-                self.bound.name
-            ))
-        })
-    }
-
-    /// Runs `f` on the Thrift connection off the async runtime (connecting first if needed).
-    async fn with_thrift<T: Send + 'static>(
-        &mut self,
-        f: impl FnOnce(&mut ThriftClient) -> Result<T, DriverError> + Send + 'static,
-    ) -> Result<T, DriverError> {
-        self.finish_pending().await;
-        let addr = self.thrift_addr()?;
-        let (name, timeout, kept) = (
-            self.bound.name.clone(),
-            self.opts.timeout,
-            self.thrift.take(),
-        );
-        let (t, r) = tokio::task::spawn_blocking(move || {
-            let mut t = match kept {
-                Some(t) => t,
-                None => match ThriftClient::connect(
-                    name,
-                    addr.as_str(),
-                    Timeouts {
-                        connect: timeout,
-                        io: timeout,
-                    },
-                ) {
-                    Ok(t) => t,
-                    Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
-                },
-            };
-            let r = f(&mut t);
-            (r.is_ok().then_some(t), r)
-        })
-        .await
-        .map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
-        self.thrift = t;
-        r
-    }
-
-    /// Waits for a read the fabric gave up on (bounded by the Thrift I/O timeout inside it).
-    async fn finish_pending(&mut self) {
-        if let Some(p) = self.pending.take() {
-            if let Ok((t, _)) = p.await {
-                self.thrift = t;
-            }
-        }
-    }
-}
-
-fn rows(meters: &crate::contract::MeterRegisters) -> Vec<(String, String)> {
-    meters
-        .rows()
-        .map(|r| (r.id.name.clone(), r.count.name.clone()))
-        .collect()
-}
-
-fn read_cells(
-    t: &mut ThriftClient,
-    names: &[(String, String)],
-    usm_rows: usize,
-) -> Result<Vec<MeterCells>, DriverError> {
-    let flat: Vec<&str> = names
-        .iter()
-        .flat_map(|(a, b)| [a.as_str(), b.as_str()])
-        .collect();
-    let arrays = t
-        .register_read_all_many(CXT_ID, &flat)
-        .map_err(|e| DriverError::Unreachable(e.to_string()))?;
-    Ok(vec![meter_cells(&arrays, usm_rows)])
-}
-
-/// The meter rows from the register arrays as read, (ID, count) per row, USM rows first. An
-/// unpaired last array is left out (the decoder then finds a row missing).
-pub fn meter_cells(arrays: &[Vec<i64>], usm_rows: usize) -> MeterCells {
-    let as_u64 = |v: &Vec<i64>| v.iter().map(|&x| x as u64).collect::<Vec<u64>>();
-    let mut cells = MeterCells::default();
-    for (i, pair) in arrays.chunks_exact(2).enumerate() {
-        // The ID register first (see `meters`): it is first in each pair of names.
-        let row = RowCells::from_bmv2(&as_u64(&pair[0]), &as_u64(&pair[1]));
-        if i < usm_rows {
-            cells.usm.push(row);
-        } else {
-            cells.dsm.push(row);
-        }
-    }
-    cells
-}
-
-impl Bmv2Driver {
-    /// Packets counted in cell `index` of the indirect counter `counter_id` (P4Runtime read).
-    pub async fn read_counter(&mut self, counter_id: u32, index: i64) -> Result<u64, DriverError> {
-        use bfrt_proto::p4rt::{entity, CounterEntry, Entity, Index};
-        let e = Entity {
-            entity: Some(entity::Entity::CounterEntry(CounterEntry {
-                counter_id,
-                index: Some(Index { index }),
-                data: None,
-            })),
-        };
-        let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        p4runtime::counter_packets(&got).ok_or_else(|| {
-            DriverError::Refused(format!(
-                "counter {counter_id}[{index}]: no counter entry in the answer"
-            ))
-        })
-    }
-
-    /// `switch_config`'s default action arguments in the contract's order; empty when the
-    /// table is back at the program's default (a restart or a new pipeline).
-    async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
-        use bfrt_proto::p4rt::{entity, Entity, TableEntry};
-        let t = self.prog.program.table(Table::SwitchConfig).clone();
-        let e = Entity {
-            entity: Some(entity::Entity::TableEntry(TableEntry {
-                table_id: t.id,
-                is_default_action: true,
-                ..Default::default()
-            })),
-        };
-        let got = self.client()?.read(vec![e]).await.map_err(from_p4rt)?;
-        // The program's own default (no action of ours) reads as "not configured".
-        Ok(p4runtime::default_action_args(&t, got).unwrap_or_default())
-    }
-
-    /// Whether `switch_config` holds this switch's configuration: after a restart or a new
-    /// pipeline its default action reads back as the program's, not Canary's.
-    async fn holds_config(&mut self) -> Result<bool, DriverError> {
-        let args = self.read_config().await?;
-        Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
     }
 
     /// Who is primary on this switch, asked without taking it from anyone: arbitration with
@@ -440,110 +306,19 @@ impl SwitchDriver for Bmv2Driver {
     }
 
     async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
-        self.finish_pending().await;
-        let addr = self.thrift_addr()?;
-        let names = rows(&self.prog.program.meters);
-        let usm_rows = self.prog.program.meters.usm.len();
-        let (name, timeout, kept) = (
-            self.bound.name.clone(),
-            self.opts.timeout,
-            self.thrift.take(),
-        );
-        let task: ThriftRead = tokio::task::spawn_blocking(move || {
-            let mut t = match kept {
-                Some(t) => t,
-                None => match ThriftClient::connect(
-                    name,
-                    addr.as_str(),
-                    Timeouts {
-                        connect: timeout,
-                        io: timeout,
-                    },
-                ) {
-                    Ok(t) => t,
-                    Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
-                },
-            };
-            let r = read_cells(&mut t, &names, usm_rows);
-            (r.is_ok().then_some(t), r)
-        });
-        // Kept here while awaited: if the caller gives up, the next call finishes it.
-        self.pending = Some(task);
-        let r = self.pending.as_mut().expect("just set").await;
-        self.pending = None;
-        let (t, r) = r.map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
-        self.thrift = t;
-        r
+        self.read_meter_registers().await
     }
 
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
-        let meters = &self.prog.program.meters;
-        let targets: Vec<(String, i32)> = cells
-            .iter()
-            .flat_map(|c| {
-                let row = if c.dsm {
-                    &meters.dsm[c.row]
-                } else {
-                    &meters.usm[c.row]
-                };
-                [
-                    (row.id.name.clone(), c.index as i32),
-                    (row.count.name.clone(), c.index as i32),
-                ]
-            })
-            .collect();
-        self.with_thrift(move |t| {
-            for (name, i) in &targets {
-                t.register_write(CXT_ID, name, *i, 0)
-                    .map_err(|e| DriverError::Unreachable(e.to_string()))?;
-            }
-            Ok(())
-        })
-        .await
+        self.zero_meter_cells(cells).await
     }
 
     async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
-        let regs: Vec<(String, usize)> = self
-            .prog
-            .program
-            .hashpipe
-            .iter()
-            .map(|r: &Register| (r.name.clone(), r.size))
-            .collect();
-        self.with_thrift(move |t| {
-            let arrays: Vec<(&str, usize)> = regs.iter().map(|(n, s)| (n.as_str(), *s)).collect();
-            t.register_zero_many(CXT_ID, &arrays)
-                .map_err(|e| DriverError::Unreachable(e.to_string()))
-        })
-        .await
+        self.zero_hashpipe().await
     }
 
     async fn read_installed(&mut self) -> Result<Installed, DriverError> {
-        use bfrt_proto::p4rt::{entity, Entity, TableEntry};
-        let prog = self.prog.clone();
-        let mut out = Installed {
-            config: self.read_config().await?,
-            ..Default::default()
-        };
-        for table in [Table::Usm, Table::Dsm, Table::Hh] {
-            // A table id alone reads every entry of the table.
-            let e = Entity {
-                entity: Some(entity::Entity::TableEntry(TableEntry {
-                    table_id: prog.program.table(table).id,
-                    ..Default::default()
-                })),
-            };
-            for got in self.client()?.read(vec![e]).await.map_err(from_p4rt)? {
-                let Some(entity::Entity::TableEntry(te)) = got.entity else {
-                    continue;
-                };
-                let rule = p4runtime::entry_of(&prog.program, table, &te)
-                    .and_then(|e| crate::entries::read_rule(&e))
-                    .map_err(|e| DriverError::Program(format!("{}: {e}", self.bound.name)))?;
-                out.rules.push(rule);
-            }
-        }
-        Ok(out)
+        self.read_installed_entries().await
     }
 
     async fn pipeline_unchanged(&mut self) -> Result<bool, DriverError> {

@@ -19,6 +19,10 @@
 //! switch's configuration (monitor flag and mask): after `bf_switchd` restarts every table is
 //! empty, and the default entry reads back as zeros.
 
+mod reads;
+mod session;
+mod writes;
+
 use super::bfruntime::{self, PreTables};
 use crate::contract::{Program, Table};
 use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
@@ -26,21 +30,13 @@ use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells};
 use crate::switches::BoundSwitch;
 use bfrt_proto::bfrt::{
-    self, bf_runtime_client::BfRuntimeClient, entity,
-    set_forwarding_pipeline_config_request as fpc, stream_message_request, stream_message_response,
-    update, write_request, ForwardingPipelineConfig, GetForwardingPipelineConfigRequest,
-    ReadRequest, SetForwardingPipelineConfigRequest, StreamMessageRequest, Subscribe, TableEntry,
-    TargetDevice, Update, WriteRequest,
+    set_forwarding_pipeline_config_request as fpc, update, ForwardingPipelineConfig,
+    SetForwardingPipelineConfigRequest, TargetDevice, Update,
 };
-use bfrt_proto::google::rpc;
-use prost::Message;
-use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use session::{open, Session};
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
 use std::time::Duration;
-use tokio::sync::mpsc;
-use tokio_stream::wrappers::ReceiverStream;
-use tonic::transport::{Channel, Endpoint};
 
 /// All pipes (`BF_DEV_PIPE_ALL`).
 pub const ALL_PIPES: u32 = 0xffff;
@@ -72,20 +68,6 @@ impl Default for TofinoOptions {
     }
 }
 
-/// What the stream task shares with the driver.
-#[derive(Default)]
-struct StreamShared {
-    closed: AtomicBool,
-    dropped: AtomicU64,
-    digests: Mutex<Vec<bfrt::DigestList>>,
-}
-
-struct Session {
-    rpc: BfRuntimeClient<Channel>,
-    shared: Arc<StreamShared>,
-    _tx: mpsc::Sender<StreamMessageRequest>,
-}
-
 pub struct TofinoDriver {
     bound: BoundSwitch,
     monitor: bool,
@@ -111,144 +93,6 @@ fn from_status(name: &str, what: &str, s: tonic::Status) -> DriverError {
         }
         _ => DriverError::Refused(m),
     }
-}
-
-/// Per-update failures of a Write, from the status details (a `google.rpc.Status` whose details
-/// hold one `bfrt_proto.Error` per update, in order; OK ones mark updates that went in).
-fn failed_updates(s: &tonic::Status) -> Vec<(usize, String)> {
-    let mut out = Vec::new();
-    if let Ok(st) = rpc::Status::decode(s.details()) {
-        for (i, any) in st.details.iter().enumerate() {
-            if let Ok(e) = bfrt::Error::decode(any.value.as_slice()) {
-                if e.canonical_code != 0 {
-                    out.push((i, e.message));
-                }
-            }
-        }
-    }
-    out
-}
-
-/// Connects, subscribes and fetches the device's programs: (session, Canary's bfrt.json, the
-/// non-P4 bfrt.json).
-async fn open(
-    bound: &BoundSwitch,
-    opts: &TofinoOptions,
-) -> Result<(Session, Vec<u8>, Vec<u8>), DriverError> {
-    let name = &bound.name;
-    let url = format!("http://{}", bound.endpoint.grpc);
-    let channel = Endpoint::from_shared(url.clone())
-        .map_err(|e| DriverError::Refused(format!("{name}: endpoint {url}: {e}")))?
-        .connect_timeout(opts.timeout)
-        .tcp_nodelay(true)
-        .connect()
-        .await
-        .map_err(|e| unreachable(format!("{name}: cannot connect to BF-RT at {url}: {e}")))?;
-    let mut rpc = BfRuntimeClient::new(channel);
-    let device_id = bound.endpoint.device_id as u32;
-    let (tx, rx) = mpsc::channel(64);
-    tx.send(StreamMessageRequest {
-        client_id: opts.client_id,
-        update: Some(stream_message_request::Update::Subscribe(Subscribe {
-            is_master: true,
-            device_id,
-            notifications: Some(bfrt::subscribe::Notifications {
-                enable_learn_notifications: true,
-                ..Default::default()
-            }),
-            status: None,
-        })),
-    })
-    .await
-    .map_err(unreachable)?;
-    let mut stream =
-        tokio::time::timeout(opts.timeout, rpc.stream_channel(ReceiverStream::new(rx)))
-            .await
-            .map_err(|_| unreachable(format!("{name}: no answer to StreamChannel")))?
-            .map_err(|s| from_status(name, "StreamChannel", s))?
-            .into_inner();
-    // The subscribe acknowledgement.
-    loop {
-        let msg = tokio::time::timeout(opts.timeout, stream.message())
-            .await
-            .map_err(|_| unreachable(format!("{name}: no subscribe acknowledgement")))?
-            .map_err(|s| from_status(name, "subscribe", s))?
-            .ok_or_else(|| unreachable(format!("{name}: the stream closed")))?;
-        if let Some(stream_message_response::Update::Subscribe(s)) = msg.update {
-            let st = s.status.unwrap_or_default();
-            if st.code != 0 {
-                return Err(DriverError::NotPrimary(format!(
-                    "{name}: subscribe refused: {}",
-                    st.message
-                )));
-            }
-            break;
-        }
-    }
-    let shared = Arc::new(StreamShared::default());
-    let (s2, queue, tx2) = (shared.clone(), opts.digest_queue, tx.clone());
-    let client_id = opts.client_id;
-    tokio::spawn(async move {
-        loop {
-            match stream.message().await {
-                Ok(Some(m)) => {
-                    if let Some(stream_message_response::Update::Digest(list)) = m.update {
-                        let ack = StreamMessageRequest {
-                            client_id,
-                            update: Some(stream_message_request::Update::DigestAck(
-                                bfrt::DigestListAck {
-                                    digest_id: list.digest_id,
-                                    list_id: list.list_id,
-                                },
-                            )),
-                        };
-                        let _ = tx2.try_send(ack);
-                        let mut q = s2.digests.lock().unwrap_or_else(|e| e.into_inner());
-                        let held: usize = q.iter().map(|l| l.data.len()).sum();
-                        if held + list.data.len() > queue {
-                            s2.dropped
-                                .fetch_add(list.data.len() as u64, Ordering::Relaxed);
-                        } else {
-                            q.push(list);
-                        }
-                    }
-                }
-                Ok(None) | Err(_) => {
-                    s2.closed.store(true, Ordering::Relaxed);
-                    return;
-                }
-            }
-        }
-    });
-    let req = GetForwardingPipelineConfigRequest {
-        device_id,
-        client_id: opts.client_id,
-    };
-    let resp = tokio::time::timeout(opts.timeout, rpc.get_forwarding_pipeline_config(req))
-        .await
-        .map_err(|_| unreachable(format!("{name}: no answer to GetForwardingPipelineConfig")))?
-        .map_err(|s| from_status(name, "GetForwardingPipelineConfig", s))?
-        .into_inner();
-    let Some(cfg) = resp.config.iter().find(|c| c.p4_name == opts.p4_name) else {
-        return Err(DriverError::Program(format!(
-            "{name}: no program `{}` on the device (it has {:?})",
-            opts.p4_name,
-            resp.config.iter().map(|c| &c.p4_name).collect::<Vec<_>>()
-        )));
-    };
-    let non_p4 = resp
-        .non_p4_config
-        .map(|c| c.bfruntime_info)
-        .unwrap_or_default();
-    Ok((
-        Session {
-            rpc,
-            shared,
-            _tx: tx,
-        },
-        cfg.bfruntime_info.clone(),
-        non_p4,
-    ))
 }
 
 /// Resolves Canary's contract from the program switch `bound` runs (to size the fabric before
@@ -305,118 +149,6 @@ impl TofinoDriver {
         self.program
             .as_ref()
             .ok_or_else(|| DriverError::Program(format!("{}: no program", self.bound.name)))
-    }
-
-    /// One Write of `updates`; the indices (into `updates`) that failed.
-    async fn write_updates(&mut self, updates: Vec<Update>) -> Vec<(usize, DriverError)> {
-        let n = updates.len();
-        let req = WriteRequest {
-            target: Some(self.target()),
-            client_id: self.opts.client_id,
-            updates,
-            atomicity: write_request::Atomicity::ContinueOnError as i32,
-            p4_name: self.opts.p4_name.clone(),
-        };
-        let name = self.bound.name.clone();
-        let timeout = self.opts.timeout;
-        let rpc = match self.session() {
-            Ok(s) => &mut s.rpc,
-            Err(e) => return (0..n).map(|i| (i, e.clone())).collect(),
-        };
-        match tokio::time::timeout(timeout, rpc.write(req)).await {
-            Ok(Ok(_)) => vec![],
-            Ok(Err(s)) => {
-                let each = failed_updates(&s);
-                let e = from_status(&name, "Write", s);
-                if matches!(e, DriverError::Unreachable(_)) {
-                    // The switch went away (bf_switchd restarted): connect again next time.
-                    if let Some(s) = &self.session {
-                        s.shared.closed.store(true, Ordering::Relaxed);
-                    }
-                }
-                if each.is_empty() || matches!(e, DriverError::Unreachable(_)) {
-                    (0..n).map(|i| (i, e.clone())).collect()
-                } else {
-                    each.into_iter()
-                        .map(|(i, m)| (i, DriverError::Refused(format!("{name}: {m}"))))
-                        .collect()
-                }
-            }
-            Err(_) => (0..n)
-                .map(|i| (i, unreachable(format!("{name}: no answer to Write"))))
-                .collect(),
-        }
-    }
-
-    /// Every entry of the tables `ids`, by table id.
-    async fn read_tables(
-        &mut self,
-        ids: &[u32],
-    ) -> Result<HashMap<u32, Vec<TableEntry>>, DriverError> {
-        let req = ReadRequest {
-            target: Some(self.target()),
-            client_id: self.opts.client_id,
-            entities: ids.iter().map(|&id| bfruntime::read_all(id)).collect(),
-            p4_name: self.opts.p4_name.clone(),
-        };
-        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
-        let rpc = &mut self.session()?.rpc;
-        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
-            .await
-            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
-            .map_err(|s| from_status(&name, "Read", s))?
-            .into_inner();
-        let mut out: HashMap<u32, Vec<TableEntry>> = HashMap::new();
-        while let Some(msg) = tokio::time::timeout(timeout, stream.message())
-            .await
-            .map_err(|_| unreachable(format!("{name}: Read stalled")))?
-            .map_err(|s| from_status(&name, "Read", s))?
-        {
-            bfruntime::entries_by_table(msg, &mut out);
-        }
-        Ok(out)
-    }
-
-    /// `switch_config`'s default entry arguments in the contract's order; empty when it is
-    /// back at the program's default.
-    async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
-        let t = self.prog()?.table(Table::SwitchConfig).clone();
-        let req = ReadRequest {
-            target: Some(self.target()),
-            client_id: self.opts.client_id,
-            entities: vec![bfrt::Entity {
-                entity: Some(entity::Entity::TableEntry(TableEntry {
-                    table_id: t.id,
-                    is_default_entry: true,
-                    ..Default::default()
-                })),
-            }],
-            p4_name: self.opts.p4_name.clone(),
-        };
-        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
-        let rpc = &mut self.session()?.rpc;
-        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
-            .await
-            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
-            .map_err(|s| from_status(&name, "Read", s))?
-            .into_inner();
-        let mut args: Vec<u128> = Vec::new();
-        while let Some(msg) = stream
-            .message()
-            .await
-            .map_err(|s| from_status(&name, "Read", s))?
-        {
-            if let Some(a) = bfruntime::default_entry_args(&t, msg) {
-                args = a;
-            }
-        }
-        Ok(args)
-    }
-
-    /// Whether `switch_config` holds this switch's configuration (Canary's state survived).
-    async fn holds_config(&mut self) -> Result<bool, DriverError> {
-        let args = self.read_config().await?;
-        Ok(crate::entries::holds_config(&args, self.monitor, self.mask))
     }
 }
 

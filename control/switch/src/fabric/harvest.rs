@@ -1,12 +1,18 @@
-//! One monitor's harvest: read under a deadline, decoded with the switch's rule IDs, pipes
-//! merged, stale cells and HashPipe zeroed.
+//! The harvest: every monitor at once, and one monitor's: read under a deadline, decoded with
+//! the switch's rule IDs, pipes merged, stale cells and HashPipe zeroed. Also a read of a
+//! switch's meters without those side effects, for tests.
 
 use super::slot::{switch_error, Slot};
+use super::{Clock, SwitchFabric};
 use crate::driver::SwitchDriver;
 use crate::meters::{self, Decoded};
-use canary_core::fabric::{MeterSnapshot, Parity, SwitchError};
+use canary_core::fabric::{MeterSnapshot, Parity, Sink, SwitchError};
 use canary_core::model::epoch_tag;
+use canary_core::sketch::{Dsm, Usm};
+use canary_core::topo::SwitchIx;
+use futures::stream::{FuturesUnordered, StreamExt};
 use std::time::Duration;
+use tracing::Instrument;
 
 /// Reads one monitor's meters of `epoch` under `deadline`, decodes them (pipes merged), zeroes
 /// cells about to wrap and HashPipe. `Err(true)`: late.
@@ -90,4 +96,90 @@ pub(super) async fn harvest_one<D: SwitchDriver>(
         },
         n_stale,
     ))
+}
+
+impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
+    /// Every monitor's harvest of `epoch` at once (the fabric's `harvest_each`), each answer
+    /// given to `sink` as soon as it is in; failures counted and noted against their switch.
+    pub(super) async fn harvest_monitors(&mut self, epoch: u64, sink: &mut Sink<'_>) {
+        let (deadline, attach_only) = (self.opts.harvest_deadline, self.opts.attach_only);
+        let mut failed = Vec::new();
+        let (mut stale, mut late) = (0u64, 0u64);
+        // Every monitor at once; each answer goes on as soon as it is in.
+        let mut harvests: FuturesUnordered<_> = self
+            .slots
+            .iter_mut()
+            .filter(|s| s.monitor)
+            .map(|slot| {
+                // Each switch's reads log under its own name.
+                let span = tracing::info_span!("switch", name = %slot.driver.name());
+                async move {
+                    let r = harvest_one(slot, epoch, deadline, attach_only).await;
+                    (slot.ix, slot.driver.connected(), r)
+                }
+                .instrument(span)
+            })
+            .collect();
+        while let Some((ix, connected, r)) = harvests.next().await {
+            let r = match r {
+                // A stream that broke during the epoch means the switch may have restarted
+                // since the flip: its counts cannot be trusted.
+                Ok(_) if !connected => Err(SwitchError::Unreachable(
+                    "lost the connection during the epoch".into(),
+                )),
+                Ok((snap, n)) => {
+                    stale += n as u64;
+                    Ok(snap)
+                }
+                Err((e, was_late)) => {
+                    late += u64::from(was_late);
+                    Err(e)
+                }
+            };
+            if let Err(e) = &r {
+                failed.push((ix, e.clone()));
+            }
+            sink(ix, r);
+        }
+        drop(harvests);
+        self.counters.stale_cells_cleared += stale;
+        self.counters.harvests_late += late;
+        for (ix, e) in failed {
+            self.counters.harvest_errors += 1;
+            self.note(ix, &e);
+        }
+        // Transit switches that went away during the epoch also spoil the segments they carry.
+        let lost: Vec<SwitchIx> = self
+            .slots
+            .iter()
+            .filter(|s| !s.monitor && !s.driver.connected())
+            .map(|s| s.ix)
+            .collect();
+        for ix in lost {
+            self.note(
+                ix,
+                &SwitchError::Unreachable("lost the connection during the epoch".into()),
+            );
+        }
+    }
+
+    /// The meters switch `s` holds for the epoch with tag `tag`, read without the harvest's
+    /// side effects: for tests.
+    pub async fn peek_meters(&mut self, s: SwitchIx, tag: u16) -> Result<(Usm, Dsm), SwitchError> {
+        let slot = &mut self.slots[s as usize];
+        let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
+        let layout = slot
+            .driver
+            .program()
+            .ok_or_else(|| SwitchError::Other("no program resolved".into()))?
+            .meters
+            .clone();
+        let decoded = pipes
+            .iter()
+            .map(|c| meters::decode(&layout, c, tag, &slot.ids, slot.driver.name()))
+            .collect::<Result<Vec<_>, _>>()
+            .map_err(|e| SwitchError::Other(e.to_string()))?;
+        let d = meters::merge_pipes(decoded);
+        Ok((d.usm, d.dsm))
+    }
 }

@@ -1,11 +1,14 @@
 use super::*;
 use crate::contract::{MeterRegisters, MeterRow, Register};
-use crate::entries;
+use crate::entries::{self, Change, Entry};
 use crate::rule_ids::RuleIds;
 use canary_core::capacity::Capacity;
 use canary_core::model::{epoch_tag, Shim};
 use canary_core::sketch::FlowHashes;
-use canary_core::topo::{fattree::fattree, FloodTree, MonitorPlacement, PortMap, Routing};
+use canary_core::topo::{
+    fattree::fattree, FloodTree, ForwardingState, MonitorPlacement, PortMap, Routing,
+};
+use canary_core::FlowId;
 
 fn written(change: Change, entry: Entry) -> Write {
     Write { change, entry }

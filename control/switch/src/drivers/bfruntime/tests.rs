@@ -1,6 +1,9 @@
 use super::*;
-use crate::contract::Table;
+use crate::contract::{Program, Register, Table};
+use crate::entries::{Change, McGroup, Write};
+use bfrt_proto::bfrt::{table_entry, TableData, TableEntry, TableKey};
 use canary_core::fabric::RuleOp;
+use canary_core::FlowId;
 
 pub(crate) fn program() -> Program {
     let json = include_bytes!("../../../testdata/tna/bfrt.json");
