@@ -73,7 +73,7 @@ fn main() -> Result<()> {
         Some(Command::Overhead(a)) => overhead::command(a),
         Some(Command::Draw(a)) => Ok(canary_controller::draw::main(&a)?),
         Some(Command::View(a)) => Ok(canary_controller::view::main(&a)?),
-        Some(Command::Traffic(a)) => canary_lab::traffic_gen::main(&a),
+        Some(Command::Traffic(a)) => Ok(canary_lab::traffic_gen::main(&a)?),
         Some(Command::RoleGateway(a)) => role_gateway::command(a),
         Some(Command::Worker(a)) => worker::command(a),
         Some(Command::Topology { spec, monitors }) => {

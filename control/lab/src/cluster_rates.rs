@@ -4,7 +4,7 @@
 //! (one round of the watch plan, as the switches count it), the localizer on every segment's
 //! evidence (what it solves once the first sweep is done).
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 use canary_controller::cluster::wire::{self, WireSnapshot};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
@@ -87,7 +87,11 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
         watched,
         &mut rng,
     )
-    .with_context(|| format!("{topology}: the program's meters"))?;
+    .map_err(|source| Error::Meters {
+        topology: topology.clone(),
+        meters: "the program's meters",
+        source,
+    })?;
     let snaps = &epoch.snapshots;
 
     let register_bytes: usize = snaps
@@ -106,7 +110,7 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
     let det = on_one_thread(|| join(segments, &records));
     let join_s = t.elapsed().as_secs_f64();
     if det.segments.is_empty() {
-        anyhow::bail!("{topology}: the synthesized round counted no segment");
+        return Err(Error::NothingCounted { topology });
     }
 
     // Every segment's evidence, as after the first sweep: α packets each, lost through its

@@ -26,7 +26,7 @@ pub mod plot;
 pub mod sweep;
 pub mod trace;
 
-use anyhow::{bail, Context, Result};
+use crate::{Error, Result};
 use canary_controller::report::Summary;
 use canary_controller::setup::{load_faults, load_topology};
 use canary_controller::simulate::{self, FaultReport, SimulateOptions};
@@ -117,7 +117,7 @@ impl Kind {
 
 impl FromStr for Kind {
     type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
+    fn from_str(s: &str) -> std::result::Result<Self, String> {
         Kind::ALL
             .into_iter()
             .find(|k| k.name() == s)
@@ -132,13 +132,15 @@ impl FromStr for Kind {
 pub fn parse_kinds(list: &str) -> Result<Vec<Kind>> {
     let mut kinds = Vec::new();
     for name in list.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-        let k: Kind = name.parse().map_err(anyhow::Error::msg)?;
+        let k: Kind = name
+            .parse()
+            .map_err(|e: String| Error::arg("--localizers", e))?;
         if !kinds.contains(&k) {
             kinds.push(k);
         }
     }
     if kinds.is_empty() {
-        bail!("--localizers: name at least one localizer");
+        return Err(Error::arg("--localizers", "name at least one localizer"));
     }
     Ok(kinds)
 }
@@ -242,7 +244,7 @@ pub struct LocalizerReport {
 pub struct Reports(pub Vec<(String, LocalizerReport)>);
 
 impl Serialize for Reports {
-    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         let mut m = s.serialize_map(Some(self.0.len()))?;
         for (k, v) in &self.0 {
             m.serialize_entry(k, v)?;
@@ -410,12 +412,21 @@ fn bounce_input(
     loss: &[f64],
 ) -> Result<Vec<ProbePath>> {
     if let Some(path) = &opts.flock_trace {
-        let text = std::fs::read_to_string(path)
-            .with_context(|| format!("cannot read Flock trace {}", path.display()))?;
+        let text = std::fs::read_to_string(path).map_err(|source| Error::Read {
+            what: "Flock trace",
+            path: path.clone(),
+            source,
+        })?;
         let file = path.display().to_string();
         let probes = trace::read_probes(topo, &text, &file)?;
-        let parsed = canary_core::localize::flock_trace::FlockTrace::parse(&text)
-            .map_err(|e| anyhow::anyhow!("{file}: {e}"))?;
+        // Again for its Failing_link lines (read_probes has accepted the text).
+        let parsed =
+            canary_core::localize::flock_trace::FlockTrace::parse(&text).map_err(|error| {
+                Error::Trace {
+                    file: file.clone(),
+                    error,
+                }
+            })?;
         let mut theirs: Vec<LinkIx> = trace::failing_links(topo, &parsed)
             .iter()
             .map(|f| f.link)
@@ -465,7 +476,9 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
     let full = if opts.localizers.iter().any(|k| k.needs_canary_run()) {
         let full = simulate::run_full(&opts.sim, |_| {})?;
         if full.faults != faults || full.loss != loss {
-            bail!("internal: the Canary run drew other faults than the harness");
+            return Err(Error::FaultsDiffer {
+                seed: opts.sim.seed,
+            });
         }
         Some(full)
     } else {
@@ -479,12 +492,18 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
     };
     if let Some(path) = &opts.export_flock_trace {
         let text = trace::write_probes(&topo, &probes, &faults).to_text();
-        std::fs::write(path, text)
-            .with_context(|| format!("cannot write Flock trace {}", path.display()))?;
+        std::fs::write(path, text).map_err(|source| Error::Write {
+            what: "Flock trace",
+            path: path.clone(),
+            source,
+        })?;
         // The companion topology file Flock's reader needs beside the trace.
         let topo_path = trace::topology_path(path);
-        std::fs::write(&topo_path, trace::topology_text(&topo))
-            .with_context(|| format!("cannot write Flock topology {}", topo_path.display()))?;
+        std::fs::write(&topo_path, trace::topology_text(&topo)).map_err(|source| Error::Write {
+            what: "Flock topology",
+            path: topo_path,
+            source,
+        })?;
     }
     let tcp_epoch = opts
         .localizers
@@ -564,8 +583,8 @@ pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
     }
     if fault::scheduled(&faults) {
         let bg = draw_background(&opts.sim)?;
-        for (name, r) in &mut reports {
-            let k: Kind = name.parse().map_err(anyhow::Error::msg)?;
+        // One report per asked-for localizer, in that order.
+        for (&k, (_, r)) in opts.localizers.iter().zip(&mut reports) {
             r.over_time = match k {
                 Kind::Canary => Some(over_time::Timing::of_report(
                     &full.as_ref().expect("ran").result.summary.over_time,

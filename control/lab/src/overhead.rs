@@ -16,7 +16,7 @@ pub mod sketch_memory;
 pub mod traffic;
 pub mod twoswitch;
 
-use anyhow::{bail, Result};
+use crate::{Error, Result};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeSet;
 use std::fmt::Write as _;
@@ -61,7 +61,8 @@ pub fn parse_parts(s: &str) -> Result<BTreeSet<Part>> {
                 .into_iter()
                 .find(|p| p.name() == x)
                 .ok_or_else(|| {
-                    anyhow::anyhow!("--only: unknown part `{x}` (fig6, table2, fig7, fig11)")
+                    let message = format!("unknown part `{x}` (fig6, table2, fig7, fig11)");
+                    Error::arg("--only", message)
                 })
         })
         .collect()
@@ -113,12 +114,17 @@ impl TraceSpec {
 
     /// Reads a pcap file (sorted by time: captures may be slightly out of order).
     pub fn pcap(path: PathBuf) -> Result<Self> {
-        let bytes = std::fs::read(&path)
-            .map_err(|e| anyhow::anyhow!("cannot read {}: {e}", path.display()))?;
-        let (mut packets, stats) =
-            traffic::read_pcap(&bytes).map_err(|e| anyhow::anyhow!("{}: {e}", path.display()))?;
+        let bytes = std::fs::read(&path).map_err(|source| Error::Read {
+            what: "pcap",
+            path: path.clone(),
+            source,
+        })?;
+        let (mut packets, stats) = traffic::read_pcap(&bytes).map_err(|error| Error::Pcap {
+            path: path.clone(),
+            error,
+        })?;
         if packets.is_empty() {
-            bail!("{}: no IP packets", path.display());
+            return Err(Error::NoPackets { path });
         }
         packets.sort_by_key(|p| p.t_ns);
         Ok(TraceSpec::Pcap {

@@ -12,7 +12,7 @@
 //! (flow selection is assumed to have found them), drawn through the links' loss rates; a fault
 //! on a share of flows drops at its rate × share on every flow.
 
-use anyhow::{bail, Context, Result};
+use crate::{Error, Result};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
 use canary_core::detect::minus_meters;
@@ -148,7 +148,9 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
     let prepare_s = t.elapsed().as_secs_f64();
     let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
     if segments.is_empty() {
-        bail!("{}: no segments between monitors", opts.topology);
+        return Err(Error::NoSegments {
+            topology: opts.topology.clone(),
+        });
     }
 
     let t = Instant::now();
@@ -191,7 +193,11 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
             watched,
             &mut rng,
         )
-        .with_context(|| format!("{}: the meters of the capacity", opts.topology))?;
+        .map_err(|source| Error::Meters {
+            topology: opts.topology.clone(),
+            meters: "the meters of the capacity",
+            source,
+        })?;
 
         let t = Instant::now();
         let det = minus_meters(segments, codec, &synth.snapshots);

@@ -18,7 +18,7 @@
 //! `--drain-ms`, and the statistics go to `--stats` as JSON (also rewritten once a second while
 //! running). Every random choice comes from `--seed`.
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -125,22 +125,20 @@ impl FlowSource {
             .copied()
             .filter(|d| !a.me.contains(d))
             .collect();
-        anyhow::ensure!(
-            !dests.is_empty(),
-            "--dests: no destination other than --me {:?}",
-            a.me
-        );
-        anyhow::ensure!(
-            a.shape > 0.0 && a.shape.is_finite(),
-            "--shape: {} must be > 0",
-            a.shape
-        );
-        anyhow::ensure!(
-            a.min_packets >= 1 && a.max_packets >= a.min_packets,
-            "--min-packets {} / --max-packets {}: need 1 <= min <= max",
-            a.min_packets,
-            a.max_packets
-        );
+        if dests.is_empty() {
+            let message = format!("no destination other than --me {:?}", a.me);
+            return Err(Error::arg("--dests", message));
+        }
+        if !(a.shape > 0.0 && a.shape.is_finite()) {
+            return Err(Error::arg("--shape", format!("{} must be > 0", a.shape)));
+        }
+        if a.min_packets < 1 || a.max_packets < a.min_packets {
+            let arg = format!(
+                "--min-packets {} / --max-packets {}",
+                a.min_packets, a.max_packets
+            );
+            return Err(Error::arg(arg, "need 1 <= min <= max"));
+        }
         Ok(FlowSource {
             rng: ChaCha8Rng::seed_from_u64(a.seed),
             dests,
@@ -183,9 +181,15 @@ fn open_flow(src: &mut FlowSource, port: u16) -> Result<Flow> {
         IpAddr::V4(_) => Ipv4Addr::UNSPECIFIED.into(),
         IpAddr::V6(_) => Ipv6Addr::UNSPECIFIED.into(),
     };
-    let sock = UdpSocket::bind(SocketAddr::new(any, 0)).context("bind a flow's UDP socket")?;
+    let sock = UdpSocket::bind(SocketAddr::new(any, 0)).map_err(|source| Error::Socket {
+        what: "bind a flow's UDP socket".into(),
+        source,
+    })?;
     sock.connect(SocketAddr::new(dest, port))
-        .with_context(|| format!("connect to {dest}:{port}"))?;
+        .map_err(|source| Error::Socket {
+            what: format!("connect to {dest}:{port}"),
+            source,
+        })?;
     Ok(Flow {
         sock,
         dest,
@@ -195,23 +199,34 @@ fn open_flow(src: &mut FlowSource, port: u16) -> Result<Flow> {
 
 fn write_stats(path: &Path, s: &TrafficStats) -> Result<()> {
     let tmp = path.with_extension("tmp");
-    std::fs::write(&tmp, serde_json::to_vec_pretty(s)?)
-        .with_context(|| format!("cannot write {}", tmp.display()))?;
-    std::fs::rename(&tmp, path).with_context(|| format!("cannot write {}", path.display()))
+    let json = serde_json::to_vec_pretty(s).map_err(|source| Error::Json {
+        path: path.into(),
+        source,
+    })?;
+    let write = |path: &Path, source| Error::Write {
+        what: "statistics",
+        path: path.into(),
+        source,
+    };
+    std::fs::write(&tmp, json).map_err(|e| write(&tmp, e))?;
+    std::fs::rename(&tmp, path).map_err(|e| write(path, e))
 }
 
 /// Sets `stop` on the first SIGTERM or SIGINT.
 fn watch_signals(stop: Arc<AtomicBool>) -> Result<()> {
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()
-        .build()?;
-    let (mut term, mut int) = rt.block_on(async {
-        use tokio::signal::unix::{signal, SignalKind};
-        Ok::<_, std::io::Error>((
-            signal(SignalKind::terminate())?,
-            signal(SignalKind::interrupt())?,
-        ))
-    })?;
+        .build()
+        .map_err(Error::Signals)?;
+    let (mut term, mut int) = rt
+        .block_on(async {
+            use tokio::signal::unix::{signal, SignalKind};
+            Ok::<_, std::io::Error>((
+                signal(SignalKind::terminate())?,
+                signal(SignalKind::interrupt())?,
+            ))
+        })
+        .map_err(Error::Signals)?;
     std::thread::spawn(move || {
         rt.block_on(async {
             tokio::select! {
@@ -233,20 +248,29 @@ pub fn main(a: &TrafficArgs) -> Result<()> {
 
 /// Runs the generator until `stop` is set (or `--duration`); returns the final statistics.
 pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
-    anyhow::ensure!(
-        a.rate > 0.0 && a.rate.is_finite(),
-        "--rate: {} must be > 0",
-        a.rate
-    );
-    anyhow::ensure!(a.flows >= 1, "--flows: at least 1");
-    anyhow::ensure!(a.payload >= 16, "--payload: at least 16 bytes");
+    if !(a.rate > 0.0 && a.rate.is_finite()) {
+        return Err(Error::arg("--rate", format!("{} must be > 0", a.rate)));
+    }
+    if a.flows < 1 {
+        return Err(Error::arg("--flows", "at least 1"));
+    }
+    if a.payload < 16 {
+        return Err(Error::arg("--payload", "at least 16 bytes"));
+    }
     let mut src = FlowSource::new(a)?;
 
     // [::] takes IPv4 too (as mapped addresses) where the host has IPv6; 0.0.0.0 otherwise.
     let rx = UdpSocket::bind(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), a.port))
         .or_else(|_| UdpSocket::bind(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), a.port)))
-        .with_context(|| format!("bind UDP port {}", a.port))?;
-    rx.set_read_timeout(Some(Duration::from_millis(100)))?;
+        .map_err(|source| Error::Socket {
+            what: format!("bind UDP port {}", a.port),
+            source,
+        })?;
+    rx.set_read_timeout(Some(Duration::from_millis(100)))
+        .map_err(|source| Error::Socket {
+            what: format!("set a read timeout on UDP port {}", a.port),
+            source,
+        })?;
     let received = Arc::new(AtomicU64::new(0));
     let received_bytes = Arc::new(AtomicU64::new(0));
     let received_from = Arc::new(Mutex::new(BTreeMap::new()));

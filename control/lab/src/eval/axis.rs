@@ -9,7 +9,7 @@
 
 use super::calibrate::{self, CalibrateSpec, Calibration};
 use super::{EvalOptions, EvalReport, LocalizerReport, StageScore};
-use anyhow::{bail, Context, Result};
+use crate::{Error, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 use std::str::FromStr;
@@ -72,12 +72,11 @@ impl Axis {
 
     /// Sets this axis to `v` in `opts`.
     pub fn apply(self, v: f64, opts: &mut EvalOptions) -> Result<()> {
+        let arg = format!("--sweep {}", self.name());
         let whole = |what: &str| -> Result<u64> {
             if v < 1.0 || v.fract() != 0.0 {
-                bail!(
-                    "--sweep {}: {what} must be a whole number ≥ 1, not {v}",
-                    self.name()
-                );
+                let message = format!("{what} must be a whole number ≥ 1, not {v}");
+                return Err(Error::arg(&arg, message));
             }
             Ok(v as u64)
         };
@@ -87,24 +86,24 @@ impl Axis {
             Axis::K => opts.sim.topology = format!("fattree:{}", whole("k")?),
             Axis::Noise => {
                 if !(0.0..=1.0).contains(&v) {
-                    bail!("--sweep noise: {v} is not a loss rate");
+                    return Err(Error::arg(arg, format!("{v} is not a loss rate")));
                 }
                 opts.sim.noise = v;
             }
             Axis::Loss => {
                 if !(0.0..=1.0).contains(&v) {
-                    bail!("--sweep loss: {v} is not a loss rate");
+                    return Err(Error::arg(arg, format!("{v} is not a loss rate")));
                 }
                 let body = opts.sim.faults.split('@').next().unwrap_or_default();
                 if !["random:", "links:", "oneway:"]
                     .iter()
                     .any(|p| body.starts_with(p))
                 {
-                    bail!(
-                        "--sweep loss needs random faults (--faults random:P%, links:N or \
-                         oneway:N), not `{}`",
+                    let message = format!(
+                        "needs random faults (--faults random:P%, links:N or oneway:N), not `{}`",
                         opts.sim.faults
                     );
+                    return Err(Error::arg(arg, message));
                 }
                 opts.sim.faults = format!("{body}@{v}");
             }
@@ -119,10 +118,10 @@ impl Axis {
                     .split_once(':')
                     .filter(|(k, _)| *k == "links" || *k == "oneway")
                 else {
-                    bail!(
-                        "--sweep faults needs --faults links:N or oneway:N (optionally @RATE), \
-                         not `{spec}`"
+                    let message = format!(
+                        "needs --faults links:N or oneway:N (optionally @RATE), not `{spec}`"
                     );
+                    return Err(Error::arg(arg, message));
                 };
                 opts.sim.faults = format!("{kind}:{n}{rates}");
             }
@@ -132,23 +131,25 @@ impl Axis {
 }
 
 impl FromStr for Axis {
-    type Err = anyhow::Error;
+    type Err = Error;
     fn from_str(s: &str) -> Result<Self> {
         Axis::ALL
             .into_iter()
             .find(|a| a.name() == s)
             .ok_or_else(|| {
                 let names: Vec<&str> = Axis::ALL.iter().map(|a| a.name()).collect();
-                anyhow::anyhow!("--sweep: unknown axis `{s}` (known: {})", names.join(", "))
+                let message = format!("unknown axis `{s}` (known: {})", names.join(", "));
+                Error::arg("--sweep", message)
             })
     }
 }
 
 /// `AXIS=V1,V2,…`.
 pub fn parse_sweep(spec: &str) -> Result<(Axis, Vec<f64>)> {
+    let arg = || format!("--sweep {spec}");
     let (axis, values) = spec
         .split_once('=')
-        .with_context(|| format!("--sweep {spec}: write AXIS=V1,V2,…"))?;
+        .ok_or_else(|| Error::arg(arg(), "write AXIS=V1,V2,…"))?;
     let axis: Axis = axis.trim().parse()?;
     let values = values
         .split(',')
@@ -158,11 +159,11 @@ pub fn parse_sweep(spec: &str) -> Result<(Axis, Vec<f64>)> {
             v.parse::<f64>()
                 .ok()
                 .filter(|x| x.is_finite())
-                .with_context(|| format!("--sweep {spec}: `{v}` is not a number"))
+                .ok_or_else(|| Error::arg(arg(), format!("`{v}` is not a number")))
         })
         .collect::<Result<Vec<_>>>()?;
     if values.is_empty() {
-        bail!("--sweep {spec}: give at least one value");
+        return Err(Error::arg(arg(), "give at least one value"));
     }
     Ok((axis, values))
 }

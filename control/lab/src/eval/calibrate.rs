@@ -27,7 +27,7 @@
 //! collected in grid order.
 
 use super::{bounce_input, draw_fabric, tcp_epoch, EvalOptions, Kind};
-use anyhow::{bail, Result};
+use crate::{Error, Result};
 use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::{
     Flock, FlockInput, FlockParams, Localizer, NetBouncer, NetBouncerParams, Threshold, Verdict,
@@ -405,11 +405,11 @@ impl CalibrateSpec {
             .filter(|s| test.contains(s))
             .collect();
         if !shared.is_empty() {
-            bail!(
-                "--calibrate: seeds {} are also test seeds; training and test seeds must be \
-                 disjoint",
+            let message = format!(
+                "seeds {} are also test seeds; training and test seeds must be disjoint",
                 seed_list(&shared)
             );
+            return Err(Error::arg("--calibrate", message));
         }
         Ok(())
     }
@@ -501,7 +501,7 @@ pub fn run(opts: &EvalOptions, spec: &CalibrateSpec) -> Result<Option<Calibratio
         return Ok(None);
     }
     if spec.seeds.is_empty() {
-        bail!("--calibrate: name at least one training seed");
+        return Err(Error::arg("--calibrate", "name at least one training seed"));
     }
     let mut topts = spec.training_options(opts);
     topts.localizers = kinds.clone();

@@ -3,7 +3,7 @@
 //! draw one marked point per stage, single-stage ones a flat line across all stages.
 
 use super::StageScore;
-use anyhow::{anyhow, Result};
+use crate::{Error, Result};
 use plotters::prelude::*;
 use std::path::Path;
 
@@ -17,7 +17,7 @@ const METRICS: [Metric; 3] = [
 
 /// Draws `series` (localizer name, its per-stage scores) to an SVG file.
 pub fn render_svg(path: &Path, title: &str, series: &[(String, Vec<StageScore>)]) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
+    let err = |e: &dyn std::fmt::Display| draw_error(path, e);
     let stages = series
         .iter()
         .map(|(_, s)| s.len())
@@ -94,13 +94,13 @@ pub fn render_sweep_svg(
     log_x: bool,
     series: &[(String, Vec<(f64, StageScore)>)],
 ) -> Result<()> {
-    let err = |e: &dyn std::fmt::Display| anyhow!("cannot draw {}: {e}", path.display());
+    let err = |e: &dyn std::fmt::Display| draw_error(path, e);
     let xs = || series.iter().flat_map(|(_, p)| p.iter().map(|q| q.0));
     let (lo, hi) = xs().fold((f64::INFINITY, f64::NEG_INFINITY), |(a, b), x| {
         (a.min(x), b.max(x))
     });
     if !lo.is_finite() {
-        return Err(anyhow!("cannot draw {}: no points", path.display()));
+        return Err(draw_error(path, &"no points"));
     }
     let root = SVGBackend::new(path, (1260, 420)).into_drawing_area();
     root.fill(&WHITE).map_err(|e| err(&e))?;
@@ -139,6 +139,14 @@ pub fn render_sweep_svg(
     Ok(())
 }
 
+/// Plotters' errors differ in type by chart and backend: kept as their message.
+fn draw_error(path: &Path, e: &dyn std::fmt::Display) -> Error {
+    Error::Draw {
+        path: path.into(),
+        message: e.to_string(),
+    }
+}
+
 fn panel_builder<'a, 'b>(
     panel: &'a DrawingArea<SVGBackend<'b>, plotters::coord::Shift>,
     caption: &str,
@@ -158,7 +166,7 @@ fn draw_lines<'a, X>(
     chart: &mut Chart<'a, X>,
     series: &[(String, Vec<(f64, StageScore)>)],
     get: fn(&StageScore) -> f64,
-) -> Result<(), DrawingAreaErrorKind<std::io::Error>>
+) -> std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>
 where
     X: Ranged<ValueType = f64>,
 {

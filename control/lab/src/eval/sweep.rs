@@ -3,23 +3,24 @@
 //! NetBouncer's and Flock's on every seed).
 
 use super::{EvalReport, StageScore};
-use anyhow::{bail, Context, Result};
+use crate::{Error, Result};
 use serde::Serialize;
 use std::fmt::Write as _;
 
 /// `A..B` or `A..=B` (both inclusive), or a single seed.
 pub fn parse_seeds(spec: &str) -> Result<Vec<u64>> {
+    let arg = || format!("--seeds {spec}");
     let num = |s: &str| {
         s.trim()
             .parse::<u64>()
-            .with_context(|| format!("--seeds {spec}: `{s}` is not a seed"))
+            .map_err(|_| Error::arg(arg(), format!("`{s}` is not a seed")))
     };
     let (a, b) = match spec.split_once("..") {
         Some((a, b)) => (num(a)?, num(b.trim_start_matches('='))?),
         None => (num(spec)?, num(spec)?),
     };
     if b < a {
-        bail!("--seeds {spec}: the range is empty");
+        return Err(Error::arg(arg(), "the range is empty"));
     }
     Ok((a..=b).collect())
 }
@@ -126,7 +127,7 @@ impl SweepReport {
 pub(super) fn ordered_map<S: serde::Serializer, V: Serialize>(
     v: &[(String, V)],
     s: S,
-) -> Result<S::Ok, S::Error> {
+) -> std::result::Result<S::Ok, S::Error> {
     use serde::ser::SerializeMap;
     let mut m = s.serialize_map(Some(v.len()))?;
     for (k, x) in v {

@@ -22,7 +22,7 @@
 //! remaining hop must be a link of the same topology. Flows with no `FPT` or nothing sent are
 //! skipped, as Flock's reader does.
 
-use anyhow::{anyhow, bail, Result};
+use crate::{Error, Result};
 use canary_core::fault::Fault;
 use canary_core::localize::flock_trace::{FailingLink, FlockTrace, Snapshot, TraceFlow};
 use canary_core::localize::netbouncer::ProbePath;
@@ -124,13 +124,21 @@ fn fpt_lines(text: &str) -> Vec<Option<usize>> {
 
 /// Parses a trace and turns its flows into probe paths on `topo`; errors name `file` and line.
 pub fn read_probes(topo: &Topology, text: &str, file: &str) -> Result<Vec<ProbePath>> {
-    let trace = FlockTrace::parse(text).map_err(|e| anyhow!("{file}: {e}"))?;
+    let trace = FlockTrace::parse(text).map_err(|error| Error::Trace {
+        file: file.into(),
+        error,
+    })?;
     let lines = fpt_lines(text);
     let n = topo.switches.len() as u32;
     let mut probes = Vec::new();
     for (f, line) in trace.flows.iter().zip(lines) {
         let (Some(fpt), Some(line)) = (&f.path, line) else {
             continue;
+        };
+        let at_line = |message: String| Error::TraceFlow {
+            file: file.into(),
+            line,
+            message,
         };
         // FID src, FPT, FID dst (the reference reader's GetCompletePaths); self-hops dropped.
         let mut path: Vec<u32> = Vec::with_capacity(fpt.len() + 2);
@@ -143,24 +151,22 @@ pub fn read_probes(topo: &Topology, text: &str, file: &str) -> Result<Vec<ProbeP
             }
         }
         if let Some(&bad) = path.iter().find(|&&s| s >= n) {
-            bail!(
-                "{file}: line {line}: switch {bad} is not in {} ({n} switches)",
-                topo.name
-            );
+            let message = format!("switch {bad} is not in {} ({n} switches)", topo.name);
+            return Err(at_line(message));
         }
         let links = path
             .windows(2)
             .map(|h| {
                 topo.link(h[0] as SwitchIx, h[1] as SwitchIx)
                     .ok_or_else(|| {
-                        anyhow!(
-                            "{file}: line {line}: no link {}→{} ({}→{}) in {}",
+                        at_line(format!(
+                            "no link {}→{} ({}→{}) in {}",
                             h[0],
                             h[1],
                             topo.name_of(h[0]),
                             topo.name_of(h[1]),
                             topo.name
-                        )
+                        ))
                     })
             })
             .collect::<Result<Vec<LinkIx>>>()?;
@@ -168,7 +174,7 @@ pub fn read_probes(topo: &Topology, text: &str, file: &str) -> Result<Vec<ProbeP
             continue;
         };
         let sent = u32::try_from(ss.sent)
-            .map_err(|_| anyhow!("{file}: flow with FPT at line {line}: too many packets"))?;
+            .map_err(|_| at_line("the flow of this FPT sent too many packets".into()))?;
         let lost = u32::try_from(ss.lost.min(ss.sent)).expect("at most sent");
         probes.push(ProbePath {
             links,

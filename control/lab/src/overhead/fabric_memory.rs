@@ -6,7 +6,7 @@
 //! per-switch memory of the two-switch experiment (Fig. 6) at the same loss rate.
 
 use super::sketch_memory::SketchMemory;
-use anyhow::Result;
+use crate::{Error, Result};
 use canary_core::topo::{fattree::fattree, MonitorPlacement};
 use serde::{Deserialize, Serialize};
 
@@ -38,11 +38,10 @@ pub struct FabricMemory {
 }
 
 pub fn run(fig6: &SketchMemory) -> Result<FabricMemory> {
-    let all = fattree(8, MonitorPlacement::Bottom)?.switches.len();
-    let bottom = fattree(8, MonitorPlacement::Bottom)?.monitors().count();
-    let top_bottom = fattree(8, MonitorPlacement::TopAndBottom)?
-        .monitors()
-        .count();
+    let k8 = |placement| fattree(8, placement).map_err(|source| Error::FatTree { k: 8, source });
+    let all = k8(MonitorPlacement::Bottom)?.switches.len();
+    let bottom = k8(MonitorPlacement::Bottom)?.monitors().count();
+    let top_bottom = k8(MonitorPlacement::TopAndBottom)?.monitors().count();
     let per_switch = |system: &str, p: f64| -> Option<f64> {
         let row = fig6.rows.iter().find(|r| (r.loss - p).abs() < p * 1e-9)?;
         let point = match system {

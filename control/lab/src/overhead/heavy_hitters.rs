@@ -15,7 +15,7 @@
 use super::link::Line2;
 use super::twoswitch::{self, LoopConfig};
 use super::TraceSpec;
-use anyhow::Result;
+use crate::{Error, Result};
 use canary_core::select::SelectionParams;
 use canary_core::sketch::hashpipe_orig::OriginalHashPipe;
 use canary_core::sketch::{HashPipeConfig, MeterConfig, DSM_BUCKET_BITS, HASHPIPE_ENTRY_BITS};
@@ -85,13 +85,14 @@ pub fn run(
     let points: Vec<(Point, usize)> = widths
         .par_iter()
         .map(|&w| -> Result<(Point, usize)> {
+            let at_width = |source| Error::DsmWidth { width: w, source };
             let cfg = LoopConfig {
                 selection: SelectionParams {
                     adaptive_eta: false,
                     ..Default::default()
                 },
-                meters: MeterConfig::new(3, w)?,
-                hashpipe: HashPipeConfig::new(3, 32, w)?,
+                meters: MeterConfig::new(3, w).map_err(at_width)?,
+                hashpipe: HashPipeConfig::new(3, 32, w).map_err(at_width)?,
                 epoch_ns: 100_000_000,
                 epochs,
             };

@@ -1,7 +1,7 @@
 //! The two-switch network of the overhead experiments (`topologies/line2.yaml`: s1 → s2, one
 //! segment each way), prepared as every run is (pathBF audit, segments, codec).
 
-use anyhow::{Context, Result};
+use crate::{Error, Result};
 use canary_controller::setup::{prepare, Prepared};
 use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::pathbf::PathBfParams;
@@ -23,12 +23,18 @@ impl Line2 {
     pub fn new() -> Result<Self> {
         let topo = yaml::parse("topologies/line2.yaml", LINE2)?;
         let prepared = prepare(topo, PathBfParams::default())?;
-        let up = prepared.topo.switch("s1").context("line2 has s1")?;
-        let down = prepared.topo.switch("s2").context("line2 has s2")?;
+        let up = prepared
+            .topo
+            .switch("s1")
+            .ok_or(Error::Line2("switch s1"))?;
+        let down = prepared
+            .topo
+            .switch("s2")
+            .ok_or(Error::Line2("switch s2"))?;
         let segment = prepared
             .segments
             .find(&[up, down])
-            .context("line2 has the segment s1 -> s2")?;
+            .ok_or(Error::Line2("segment s1 -> s2"))?;
         let path_bf = prepared.codec.segment_bf[segment as usize];
         Ok(Line2 {
             prepared,

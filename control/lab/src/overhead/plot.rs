@@ -5,14 +5,18 @@
 use super::{
     heavy_hitters::HeavyHitters, selection_churn::SelectionChurn, sketch_memory::SketchMemory,
 };
-use anyhow::{anyhow, Result};
+use crate::{Error, Result};
 use plotters::prelude::*;
 use std::path::Path;
 
 type Series = (String, Vec<(f64, f64)>);
 
-fn err(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> anyhow::Error + '_ {
-    move |e| anyhow!("cannot draw {}: {e}", path.display())
+/// Plotters' errors differ in type by chart and backend: kept as their message.
+fn err(path: &Path) -> impl Fn(&dyn std::fmt::Display) -> Error + '_ {
+    move |e| Error::Draw {
+        path: path.into(),
+        message: e.to_string(),
+    }
 }
 
 fn bounds(series: &[Series], f: impl Fn(&(f64, f64)) -> f64) -> (f64, f64) {
@@ -35,7 +39,7 @@ fn panel<DB: DrawingBackend>(
     area: &DrawingArea<DB, plotters::coord::Shift>,
     axes: Axes,
     series: &[Series],
-    e: &dyn Fn(&dyn std::fmt::Display) -> anyhow::Error,
+    e: &dyn Fn(&dyn std::fmt::Display) -> Error,
 ) -> Result<()> {
     let Axes {
         caption,

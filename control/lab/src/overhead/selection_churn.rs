@@ -7,7 +7,7 @@
 use super::link::Line2;
 use super::twoswitch::{self, EpochStat, LoopConfig};
 use super::TraceSpec;
-use anyhow::Result;
+use crate::Result;
 use canary_core::select::SelectionParams;
 use canary_core::sketch::{HashPipeConfig, MeterConfig};
 use rayon::prelude::*;

@@ -30,7 +30,7 @@
 
 use super::link::Line2;
 use super::traffic::{LinkEpoch, LinkTraffic};
-use anyhow::{ensure, Result};
+use crate::{Error, Result};
 use canary_core::detect::minus_meters;
 use canary_core::sketch::fermat::{FermatConfig, FermatSketch};
 use canary_core::sketch::flowradar::{self, FlowRadar, FlowRadarConfig};
@@ -360,11 +360,12 @@ fn canary_trial(line: &Line2, t: &Trial, l: &Lost, w: usize) -> (bool, bool, f64
 }
 
 pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
-    ensure!(opts.trials > 0, "--trials must be at least 1");
-    ensure!(
-        opts.losses.iter().all(|&p| p > 0.0 && p < 1.0),
-        "loss rates must be in (0, 1)"
-    );
+    if opts.trials == 0 {
+        return Err(Error::arg("--trials", "must be at least 1"));
+    }
+    if !opts.losses.iter().all(|&p| p > 0.0 && p < 1.0) {
+        return Err(Error::arg("--losses", "loss rates must be in (0, 1)"));
+    }
     let line = Line2::new()?;
     let trials: Vec<Trial> = (0..opts.trials)
         .into_par_iter()
@@ -436,13 +437,14 @@ pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
                     }
                 }
                 let t0 = Instant::now();
-                let diff = up.subtract(&down)?;
+                let diff = up
+                    .subtract(&down)
+                    .map_err(|source| Error::LossRadar { width: w, source })?;
                 let _ = diff.decode();
                 times.push(t0.elapsed().as_secs_f64() * 1e6);
-                ensure!(
-                    diff == LossRadarDiff::of_lost(cfg, &l.packets),
-                    "LossRadar: the two-switch meters disagree with the lost-packet shortcut"
-                );
+                if diff != LossRadarDiff::of_lost(cfg, &l.packets) {
+                    return Err(Error::LossRadarShortcut { width: w });
+                }
             }
             Ok(Point {
                 width: w,

@@ -280,15 +280,25 @@ pub struct PcapStats {
     pub skipped: u64,
 }
 
+/// Why [`read_pcap`] cannot read a file (the lab's [`crate::Error::Pcap`] adds its path).
+#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
+pub enum PcapError {
+    #[error("not a pcap file: shorter than its 24-byte header")]
+    Short,
+    #[error("pcapng is not supported: convert with `editcap -F pcap`")]
+    Pcapng,
+    #[error("not a pcap file (magic {0:#010x}); gzip-compressed traces must be unpacked")]
+    Magic(u32),
+}
+
 /// Reads a classic libpcap file (microsecond or nanosecond timestamps, either byte order;
 /// link types Ethernet (with VLAN tags), raw IP, and Linux cooked capture) into packets with
 /// times relative to the first. IPv4 flows keep their 5-tuple; IPv6 addresses are folded to 32
 /// bits with CRC-32 (our flow IDs are IPv4-sized). Non-IP frames are skipped and counted.
 /// pcapng and compressed files are not read: `gunzip` MAWI traces first.
-pub fn read_pcap(bytes: &[u8]) -> anyhow::Result<(Vec<TracePacket>, PcapStats)> {
-    use anyhow::bail;
+pub fn read_pcap(bytes: &[u8]) -> Result<(Vec<TracePacket>, PcapStats), PcapError> {
     if bytes.len() < 24 {
-        bail!("not a pcap file: shorter than its 24-byte header");
+        return Err(PcapError::Short);
     }
     let magic = u32::from_le_bytes(bytes[0..4].try_into().unwrap());
     let (le, nanos) = match magic {
@@ -296,8 +306,8 @@ pub fn read_pcap(bytes: &[u8]) -> anyhow::Result<(Vec<TracePacket>, PcapStats)> 
         0xa1b2_3c4d => (true, true),
         0xd4c3_b2a1 => (false, false),
         0x4d3c_b2a1 => (false, true),
-        0x0a0d_0d0a => bail!("pcapng is not supported: convert with `editcap -F pcap`"),
-        m => bail!("not a pcap file (magic {m:#010x}); gzip-compressed traces must be unpacked"),
+        0x0a0d_0d0a => return Err(PcapError::Pcapng),
+        m => return Err(PcapError::Magic(m)),
     };
     let u32at = |b: &[u8], i: usize| {
         let a: [u8; 4] = b[i..i + 4].try_into().unwrap();
