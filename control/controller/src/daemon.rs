@@ -270,10 +270,10 @@ pub async fn run(
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     Err(e) => {
-                        return Err(Error::Switches(format!(
-                            "cannot read the program from {}: {e}",
-                            bound[0].name
-                        )))
+                        return Err(Error::ProgramUnreadable {
+                            switch: bound[0].name.clone(),
+                            error: Box::new(e.into()),
+                        })
                     }
                 }
             };

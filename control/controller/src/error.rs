@@ -21,9 +21,16 @@ pub enum Error {
     FaultFile(#[from] FaultFileError),
     #[error("--pathbf: {0}")]
     PathBf(#[from] PathBfParamsError),
-    /// What the switches refused: their file, program, connection or tables.
-    #[error("{0}")]
-    Switches(String),
+    /// What the switches refused: their file, program, connection or tables (boxed: the
+    /// switch errors are large and every `Result` here would carry their size).
+    #[error(transparent)]
+    Switch(Box<canary_switch::Error>),
+    /// The program the first Tofino switch runs could not be read before patience ran out.
+    #[error("cannot read the program from {switch}: {error}")]
+    ProgramUnreadable {
+        switch: String,
+        error: Box<canary_switch::Error>,
+    },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
     /// Another controller became primary for the switches.
@@ -50,8 +57,8 @@ impl Error {
         }
     }
 
-    /// A switch-side failure, with its whole chain of causes.
-    pub fn switches(e: impl Display) -> Self {
-        Error::Switches(format!("{e:#}"))
+    /// A switch-side failure of any of canary-switch's narrow error types.
+    pub fn switches(e: impl Into<canary_switch::Error>) -> Self {
+        Error::Switch(Box::new(e.into()))
     }
 }

@@ -10,6 +10,7 @@
 pub mod capacity;
 pub mod decide;
 pub mod detect;
+mod error;
 pub mod fabric;
 pub mod fault;
 pub mod flow;
@@ -22,4 +23,5 @@ pub mod select;
 pub mod sketch;
 pub mod topo;
 
+pub use error::{Error, Result};
 pub use flow::FlowId;

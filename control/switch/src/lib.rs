@@ -23,6 +23,7 @@ pub mod contract;
 pub mod driver;
 pub mod drivers;
 pub mod entries;
+mod error;
 pub mod fabric;
 pub mod meters;
 pub mod model_target;
@@ -32,3 +33,5 @@ pub mod role_gateway;
 pub mod roles;
 pub mod rule_ids;
 pub mod switches;
+
+pub use error::{Error, Result};
