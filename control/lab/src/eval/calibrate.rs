@@ -26,7 +26,8 @@
 //! seeded, so a calibration is deterministic; grid points run in parallel (rayon), results are
 //! collected in grid order.
 
-use super::{bounce_input, draw_fabric, tcp_epoch, EvalOptions, Kind};
+use super::telemetry::{bounce_input, draw_fabric, tcp_epoch};
+use super::{EvalOptions, Kind};
 use crate::{Error, Result};
 use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::{

@@ -4,7 +4,8 @@
 //! run's epoch reports. Every localizer's verdicts are then scored epoch by epoch against the
 //! schedule: time to detect, time to clear, false-positive link-epochs.
 
-use super::{flock_for, nb_params, stream, vote007_for, EvalOptions, Kind};
+use super::params::{flock_for, nb_params, vote007_for};
+use super::{stream, EvalOptions, Kind};
 use canary_controller::report::OverTimeReport;
 use canary_core::fault::{link_losses, Fault};
 use canary_core::localize::{Detector, FlockInput, Localizer, NetBouncer};
