@@ -1,3 +1,4 @@
+use super::grid::one_two_five;
 use super::*;
 
 fn gs(precision: f64, recall: f64) -> GridScore {
