@@ -1,12 +1,13 @@
 //! Fig. 6: minimum memory for a 99 % decoding success rate, and decoding time, of FlowRadar,
 //! LossRadar, FermatSketch and Canary on the two-switch network, against the link's loss rate.
 //!
-//! Each trial draws one epoch of traffic ([`LinkEpoch`]: 10k flows, 100 ms) and, per loss rate,
-//! which packets the link drops (independently, with probability p). A sketch *succeeds* on a
-//! trial when its decoder returns exactly the true losses (every lossy flow and its lost packets
-//! for FlowRadar and FermatSketch, every lost packet for LossRadar); a decoding error or a
-//! wrong answer is a failure. Memory is searched over the width of a row: the minimum width
-//! at which at least 99 % of the trials succeed (all trials share their traffic across widths).
+//! Each trial draws one epoch of traffic ([`LinkEpoch`](super::traffic::LinkEpoch): 10k flows,
+//! 100 ms) and, per loss rate, which packets the link drops (independently, with probability
+//! p). A sketch *succeeds* on a trial when its decoder returns exactly the true losses (every
+//! lossy flow and its lost packets for FlowRadar and FermatSketch, every lost packet for
+//! LossRadar); a decoding error or a wrong answer is a failure. Memory is searched over the
+//! width of a row: the minimum width at which at least 99 % of the trials succeed (all trials
+//! share their traffic across widths).
 //!
 //! Memory of each structure, per switch (Table I):
 //! * FlowRadar: `3·w` cells of 144 bits plus a flow filter of 1/9 of that.
@@ -28,26 +29,27 @@
 //! equals that shortcut bucket for bucket, and decode. Decode time is the median over the
 //! timing trials of the decoder alone (for Canary, the minus meter).
 
+mod encode;
+mod search;
+mod trial;
+
+pub use encode::canary_bits;
+pub use trial::packets_needed;
+
 use super::link::Line2;
-use super::traffic::{LinkEpoch, LinkTraffic};
+use super::traffic::LinkTraffic;
 use crate::{Error, Result};
-use canary_core::detect::minus_meters;
-use canary_core::sketch::fermat::{FermatConfig, FermatSketch};
-use canary_core::sketch::flowradar::{self, FlowRadar, FlowRadarConfig};
+use canary_core::sketch::fermat::FermatConfig;
+use canary_core::sketch::flowradar::{self, FlowRadarConfig};
 use canary_core::sketch::lossradar::{LossRadar, LossRadarConfig, LossRadarDiff, PacketId};
 use canary_core::sketch::seeded::mix64;
-use canary_core::sketch::{
-    Dsm, FlowHashes, HashPipe, HashPipeConfig, MeterConfig, Usm, DSM_BUCKET_BITS,
-    HASHPIPE_ENTRY_BITS, USM_BUCKET_BITS,
-};
-use canary_core::FlowId;
-use rand::{Rng, SeedableRng};
-use rand_chacha::ChaCha8Rng;
+use encode::{canary_trial, fermats, flowradars};
 use rayon::prelude::*;
+use search::{min_width, success};
 use serde::{Deserialize, Serialize};
-use std::collections::{BTreeMap, HashSet};
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::collections::HashSet;
 use std::time::Instant;
+use trial::{Lost, Trial};
 
 #[derive(Clone, Debug)]
 pub struct SketchMemoryOptions {
@@ -123,181 +125,6 @@ pub struct SketchMemory {
     pub rows: Vec<Row>,
 }
 
-/// One trial's traffic and what the downstream HashPipe reports.
-struct Trial {
-    seed: u64,
-    epoch: LinkEpoch,
-    hashes: Vec<FlowHashes>,
-    /// Flow indices in the order the HashPipe reports them.
-    reported: Vec<u32>,
-}
-
-/// One trial at one loss rate.
-struct Lost {
-    per_flow: Vec<u32>,
-    packets: Vec<PacketId>,
-    truth: BTreeMap<FlowId, u32>,
-    /// Flow indices Canary monitors.
-    monitored: Vec<u32>,
-}
-
-impl Trial {
-    fn draw(seed: u64, cfg: &LinkTraffic, eta: u32) -> Self {
-        let mut rng = ChaCha8Rng::seed_from_u64(seed);
-        let epoch = LinkEpoch::draw(cfg, &mut rng);
-        let hashes: Vec<FlowHashes> = epoch.flows.iter().map(FlowHashes::of).collect();
-        let mut hp = HashPipe::new(HashPipeConfig::default()).expect("default");
-        let mut seen = HashSet::new();
-        let mut reported = Vec::new();
-        for (_, i) in epoch.packet_order(cfg.epoch_ns, &mut rng) {
-            let c = hp.update(hashes[i as usize]);
-            if c > eta && seen.insert(i) {
-                reported.push(i);
-            }
-        }
-        Trial {
-            seed,
-            epoch,
-            hashes,
-            reported,
-        }
-    }
-
-    fn lose(&self, p: f64) -> Lost {
-        let mut rng = ChaCha8Rng::seed_from_u64(self.seed ^ p.to_bits());
-        let mut per_flow = vec![0u32; self.epoch.flows.len()];
-        let mut packets = Vec::new();
-        let mut next = gap(p, &mut rng);
-        for (i, &n) in self.epoch.sizes.iter().enumerate() {
-            let n = n as u64;
-            let mut cursor = 0u64;
-            while next < n - cursor {
-                let ipid = (cursor + next) as u16;
-                packets.push(PacketId {
-                    flow: self.epoch.flows[i],
-                    ipid,
-                });
-                per_flow[i] += 1;
-                cursor += next + 1;
-                next = gap(p, &mut rng);
-            }
-            next -= n - cursor;
-        }
-        packets.sort_unstable();
-        let truth = per_flow
-            .iter()
-            .enumerate()
-            .filter(|(_, &l)| l > 0)
-            .map(|(i, &l)| (self.epoch.flows[i], l))
-            .collect();
-        let need = packets_needed(p);
-        let mut monitored = Vec::new();
-        let mut counted = 0u64;
-        for &i in &self.reported {
-            if counted >= need {
-                break;
-            }
-            monitored.push(i);
-            counted += self.epoch.sizes[i as usize] as u64;
-        }
-        Lost {
-            per_flow,
-            packets,
-            truth,
-            monitored,
-        }
-    }
-}
-
-/// Packets that pass before the next drop: geometric with success probability 1 − p.
-fn gap(p: f64, rng: &mut impl Rng) -> u64 {
-    if p <= 0.0 {
-        return u64::MAX / 2;
-    }
-    let u: f64 = rng.random_range(f64::MIN_POSITIVE..1.0);
-    (u.ln() / (1.0 - p).ln()).floor().min(u64::MAX as f64 / 4.0) as u64
-}
-
-/// N(p) = ⌈ln(0.01) / ln(1 − p)⌉: packets to count to see a loss with probability 0.99.
-pub fn packets_needed(p: f64) -> u64 {
-    ((0.01f64).ln() / (1.0 - p).ln()).ceil() as u64
-}
-
-/// Canary's memory at meter width `w`: USM + DSM (3 rows each) + the 3 × 32 HashPipe.
-pub fn canary_bits(w: usize) -> usize {
-    3 * w * (USM_BUCKET_BITS + DSM_BUCKET_BITS) + 3 * 32 * HASHPIPE_ENTRY_BITS
-}
-
-/// Success rate of `ok` over the trials, stopping early (and returning `None`) once the target
-/// is out of reach.
-fn success(n: usize, target: f64, ok: impl Fn(usize) -> bool + Sync) -> Option<f64> {
-    let allowed = n - (target * n as f64).ceil() as usize;
-    let failures = AtomicUsize::new(0);
-    (0..n).into_par_iter().for_each(|i| {
-        if failures.load(Ordering::Relaxed) > allowed {
-            return;
-        }
-        if !ok(i) {
-            failures.fetch_add(1, Ordering::Relaxed);
-        }
-    });
-    let f = failures.into_inner();
-    (f <= allowed).then(|| 1.0 - f as f64 / n as f64)
-}
-
-/// The smallest width in `1..=max` whose success rate reaches the target, searched from a
-/// guess: expand until one passes, then bisect to within 0.5 %.
-fn min_width(
-    guess: usize,
-    max: usize,
-    rate: impl Fn(usize) -> Option<f64>,
-) -> Option<(usize, f64)> {
-    let mut hi = guess.clamp(1, max);
-    let mut lo;
-    let mut best;
-    if let Some(r) = rate(hi) {
-        best = r;
-        lo = hi;
-        loop {
-            if lo == 1 {
-                return Some((1, best));
-            }
-            lo = (lo / 2).max(1);
-            match rate(lo) {
-                Some(r) => {
-                    hi = lo;
-                    best = r;
-                }
-                None => break,
-            }
-        }
-    } else {
-        loop {
-            lo = hi;
-            if hi == max {
-                return None;
-            }
-            hi = (hi * 2).min(max);
-            if let Some(r) = rate(hi) {
-                best = r;
-                break;
-            }
-        }
-    }
-    // rate(lo) fails, rate(hi) passes.
-    while hi - lo > (hi / 200).max(1) {
-        let mid = lo + (hi - lo) / 2;
-        match rate(mid) {
-            Some(r) => {
-                hi = mid;
-                best = r;
-            }
-            None => lo = mid,
-        }
-    }
-    Some((hi, best))
-}
-
 fn median(mut v: Vec<f64>) -> f64 {
     if v.is_empty() {
         return f64::NAN;
@@ -313,50 +140,6 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
     } else {
         s / n as f64
     }
-}
-
-fn flowradars(t: &Trial, l: &Lost, cfg: FlowRadarConfig) -> (FlowRadar, FlowRadar) {
-    let (mut up, mut down) = (FlowRadar::new(cfg), FlowRadar::new(cfg));
-    for (i, f) in t.epoch.flows.iter().enumerate() {
-        up.insert_n(f, t.epoch.sizes[i]);
-        down.insert_n(f, t.epoch.sizes[i] - l.per_flow[i]);
-    }
-    (up, down)
-}
-
-fn fermats(t: &Trial, l: &Lost, cfg: FermatConfig) -> (FermatSketch, FermatSketch) {
-    let (mut up, mut down) = (FermatSketch::new(cfg), FermatSketch::new(cfg));
-    for (i, f) in t.epoch.flows.iter().enumerate() {
-        up.insert_n(f, t.epoch.sizes[i]);
-        down.insert_n(f, t.epoch.sizes[i] - l.per_flow[i]);
-    }
-    (up, down)
-}
-
-/// Canary's meters for one trial: every monitored flow's packets upstream, the delivered ones
-/// downstream. Returns (exact, saw a loss, decode time).
-fn canary_trial(line: &Line2, t: &Trial, l: &Lost, w: usize) -> (bool, bool, f64) {
-    let cfg = MeterConfig::new(3, w).expect("power-of-two width");
-    let (mut usm, mut dsm) = (Usm::new(cfg).unwrap(), Dsm::new(cfg).unwrap());
-    for &i in &l.monitored {
-        let i = i as usize;
-        let (f, h) = (&t.epoch.flows[i], t.hashes[i]);
-        usm.update_n(f, h, t.epoch.sizes[i]);
-        dsm.update_n(f, h, line.path_bf, t.epoch.sizes[i] - l.per_flow[i]);
-    }
-    let snaps = line.snapshots(usm, dsm);
-    let p = &line.prepared;
-    let t0 = Instant::now();
-    let det = minus_meters(&p.segments, &p.codec, &snaps);
-    let us = t0.elapsed().as_secs_f64() * 1e6;
-    let got: BTreeMap<FlowId, u64> = det.entries.iter().map(|e| (e.flow, e.lost)).collect();
-    let exact = l.monitored.iter().all(|&i| {
-        let i = i as usize;
-        t.epoch.sizes[i] == l.per_flow[i]
-            || got.get(&t.epoch.flows[i]) == Some(&(l.per_flow[i] as u64))
-    });
-    let saw = det.entries.iter().any(|e| e.lost > 0);
-    (exact, saw, us)
 }
 
 pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
