@@ -1,20 +1,27 @@
 //! `canary run`: the controller on real switches.
 //!
 //! Configures every switch (pipeline, forwarding, configuration), then runs the same epoch loop
-//! as the simulator ([`Controller`]) over the generic fabric ([`SwitchFabric`]) of the target's
-//! driver: start the next epoch, wait for packets in flight, harvest, detect, localize, select
-//! flows. The target only decides which driver the fabric gets; nothing below it branches on
-//! the target. Each epoch appends one JSON line to the report file (flushed, so it can be tailed
-//! while the daemon runs), prints the table, and updates the Prometheus metrics.
+//! as the simulator ([`Controller`](crate::controller::Controller)) over the generic fabric
+//! ([`SwitchFabric`]) of the target's driver: start the next epoch, wait for packets in flight,
+//! harvest, detect, localize, select flows. The target only decides which driver the fabric
+//! gets; nothing below it branches on the target. Each epoch appends one JSON line to the report
+//! file (flushed, so it can be tailed while the daemon runs), prints the table, and updates the
+//! Prometheus metrics.
+
+mod fabric_loop;
+mod p4;
+mod sink;
+
+pub use p4::{load_p4, P4Artifacts};
 
 use crate::cluster::wire::Parts;
-use crate::cluster::{ClusterConfig, ClusterStages};
-use crate::controller::{localizer_params, Controller, ControllerConfig};
+use crate::cluster::ClusterConfig;
+use crate::controller::{localizer_params, ControllerConfig};
 use crate::error::{Error, Result};
 use crate::metrics::{self, Metrics};
-use crate::report::{render_epoch, EpochReport};
+use crate::report::EpochReport;
 use crate::report_file::ReportFile;
-use crate::setup::{load_topology, prepare, Prepared};
+use crate::setup::{load_topology, prepare};
 use crate::simulate::SimulationResult;
 use crate::standby;
 use canary_core::decide::DecisionParams;
@@ -22,15 +29,14 @@ use canary_core::fault::{self, Fault};
 use canary_core::pathbf::PathBfParams;
 use canary_core::select::SelectionParams;
 use canary_core::topo::MonitorPlacement;
-use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
 use canary_switch::drivers::tofino::{self, TofinoDriver, TofinoOptions};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::p4info::P4InfoIndex;
 use canary_switch::switches::{port_map, SwitchesFile};
+use fabric_loop::{run_fabric, Ended};
+use sink::Sink;
 use std::future::Future;
-use std::io::Write;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -82,55 +88,6 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Run decoding, joins and localization on a cluster's workers.
     pub cluster: Option<(ClusterConfig, Parts)>,
-}
-
-/// The compiled program: BMv2 JSON and binary P4Info.
-pub struct P4Artifacts {
-    pub device_config: Vec<u8>,
-    pub p4info: P4InfoIndex,
-    _tmp: Option<tempfile::TempDir>,
-}
-
-/// Reads `dir`, or compiles `p4src/` with `bmv2/build.sh` when no directory is given.
-pub fn load_p4(dir: Option<&Path>) -> Result<P4Artifacts> {
-    let (dir, tmp) = match dir {
-        Some(d) => (d.to_path_buf(), None),
-        None => {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bmv2/build.sh");
-            if !script.exists() {
-                return Err(Error::given(
-                    "--p4",
-                    "no --p4 DIR given and no bmv2/build.sh next to this build to compile one",
-                ));
-            }
-            let tmp =
-                tempfile::tempdir().map_err(|e| Error::io("a directory for the P4 build", e))?;
-            let out = std::process::Command::new(&script)
-                .arg(tmp.path())
-                .output()
-                .map_err(|e| Error::io(format!("running {}", script.display()), e))?;
-            let json = tmp.path().join("canary.json");
-            if !out.status.success() || !json.exists() {
-                return Err(Error::given(
-                    script.display(),
-                    format!(
-                        "compiling the P4 program failed (is p4c on PATH?):\n{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    ),
-                ));
-            }
-            (tmp.path().to_path_buf(), Some(tmp))
-        }
-    };
-    let json = dir.join("canary.json");
-    let device_config = std::fs::read(&json)
-        .map_err(|e| Error::io(format!("cannot read the BMv2 JSON {}", json.display()), e))?;
-    let p4info = P4InfoIndex::load(&dir.join("canary.p4info.bin")).map_err(Error::switches)?;
-    Ok(P4Artifacts {
-        device_config,
-        p4info,
-        _tmp: tmp,
-    })
 }
 
 /// Runs the daemon until `opts.epochs` epochs are done or `shutdown` resolves. Returns the same
@@ -317,59 +274,6 @@ pub async fn run(
     }
 }
 
-/// Where the epochs go: the report file, the metrics, the caller, and the run's document.
-struct Sink<'a, F> {
-    report: Option<&'a mut ReportFile>,
-    metrics: Arc<Metrics>,
-    page: Option<crate::page::Page>,
-    on_epoch: F,
-    epochs: Vec<EpochReport>,
-}
-
-impl<F: FnMut(&EpochReport)> Sink<'_, F> {
-    /// The last epoch reported, by this controller or one before it.
-    fn last_epoch(&mut self) -> Result<Option<u64>> {
-        match self.report.as_mut() {
-            Some(f) => f.reread(),
-            None => Ok(self.epochs.last().map(|r| r.epoch)),
-        }
-    }
-
-    fn emit(&mut self, r: EpochReport, quiet: bool) -> Result<()> {
-        if let Some(f) = self.report.as_mut() {
-            f.append(&r)?;
-        }
-        if let Some(p) = &self.page {
-            p.push(&r);
-        }
-        (self.on_epoch)(&r);
-        if !quiet {
-            print!("{}", render_epoch(&r, 8));
-            let _ = std::io::stdout().flush();
-        }
-        self.epochs.push(r);
-        Ok(())
-    }
-
-    /// The run's document: every epoch this process reported.
-    fn result(&mut self, prep: &Prepared, faults: &[Fault], opts: &RunOptions) -> SimulationResult {
-        let ctl = Controller::new(
-            prep.topo.clone(),
-            prep.segments.clone(),
-            prep.codec.clone(),
-            controller_config(opts),
-        );
-        SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut self.epochs))
-    }
-}
-
-/// How a run on one fabric ended.
-enum Ended {
-    Done(Box<SimulationResult>),
-    /// Another controller became primary: this one stands down.
-    Demoted(String),
-}
-
 fn controller_config(opts: &RunOptions) -> ControllerConfig {
     ControllerConfig {
         epoch: opts.epoch,
@@ -381,78 +285,6 @@ fn controller_config(opts: &RunOptions) -> ControllerConfig {
         canary: localizer_params(opts.groups, false, opts.floor, opts.decision),
         watch_dwell: opts.watch_dwell,
     }
-}
-
-/// The daemon over a fabric of any target's switches, until its epochs are done, shutdown, or
-/// another controller takes the switches over.
-async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
-    opts: &RunOptions,
-    prep: Prepared,
-    faults: &[Fault],
-    mut fabric: SwitchFabric<D>,
-    shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
-    sink: &mut Sink<'_, F>,
-) -> Result<Ended> {
-    if let Err(e) = fabric.connect(opts.connect_patience).await {
-        if let Some(why) = fabric.demoted() {
-            sink.metrics.set_primary(false);
-            return Ok(Ended::Demoted(why.to_string()));
-        }
-        return Err(Error::switches(e));
-    }
-    if !opts.quiet {
-        eprintln!(
-            "configured {} switches of {}; epochs of {:?}",
-            prep.topo.switches.len(),
-            prep.topo.name,
-            opts.epoch
-        );
-    }
-    let mut ctl = Controller::new(
-        prep.topo,
-        prep.segments,
-        prep.codec,
-        controller_config(opts),
-    );
-    if let Some((cluster, parts)) = &opts.cluster {
-        ClusterStages::attach(&mut ctl, cluster, *parts, PathBfParams::default()).await?;
-    }
-    sink.metrics.set_primary(true);
-    let last = sink.last_epoch()?;
-    for missed in ctl.start_after(&mut fabric, last).await {
-        sink.metrics.observe_incomplete();
-        sink.emit(missed, opts.quiet)?;
-    }
-    let first = sink.epochs.len();
-    loop {
-        if opts.epochs > 0 && sink.epochs.len() - first >= opts.epochs as usize {
-            break;
-        }
-        let r = tokio::select! {
-            r = ctl.run_epoch(&mut fabric) => r,
-            _ = shutdown.as_mut() => {
-                tracing::info!("shutting down");
-                break;
-            }
-        };
-        if let Some(why) = fabric.demoted() {
-            // Its epoch is the new primary's to report.
-            sink.metrics.set_primary(false);
-            return Ok(Ended::Demoted(why.to_string()));
-        }
-        sink.metrics
-            .observe(&ctl, &r, fabric.counters.digests_dropped);
-        sink.emit(r, opts.quiet)?;
-    }
-    let result = SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut sink.epochs));
-    if let Some(path) = &opts.json {
-        let f = std::fs::File::create(path)
-            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)
-            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e.into()))?;
-    }
-    tracing::info!(counters = ?fabric.counters, "fabric counters");
-    Ok(Ended::Done(Box::new(result)))
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

@@ -23,23 +23,27 @@
 //! instance of its parity stale and starts it afresh (the data plane does this bucket by bucket;
 //! decoded, both are the same). So nothing needs clearing between epochs.
 
+mod forwarding;
 mod monitor;
 pub mod net;
 mod packet;
+mod rules;
 pub mod wire;
 
+pub use forwarding::Router;
 pub use monitor::MonitorRules;
 pub use packet::{
     epoch_tag, epoch_window, Packet, Shim, EPOCH_TAGS, EPOCH_TAG_BITS, ETHERTYPE_ARP,
     ETHERTYPE_CANARY, ETHERTYPE_IPV4, ETHERTYPE_IPV6, ETHERTYPE_LLDP, L3,
 };
 
+pub use rules::RuleError;
+
 use crate::capacity::Capacity;
-use crate::fabric::RuleOp;
-use crate::flow::{Addr, FlowId};
-use crate::sketch::{ecmp_member, Dsm, HashPipe, Usm};
-use crate::topo::{ForwardingState, Replica};
-use rustc_hash::{FxHashMap, FxHashSet};
+use crate::flow::FlowId;
+use crate::sketch::{Dsm, HashPipe, Usm};
+use forwarding::Forwarding;
+use rules::Rules;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 
@@ -81,113 +85,11 @@ pub struct Hop {
     pub digest: Option<Digest>,
 }
 
-/// A rule the switch could not take.
-#[derive(Clone, Debug, PartialEq, Eq, thiserror::Error)]
-pub enum RuleError {
-    #[error("{table} is full ({size} entries)")]
-    Full { table: &'static str, size: usize },
-}
-
-/// Routes of one prefix length: prefix → (group, size).
-type RoutesOfLength = FxHashMap<u128, (u16, u16)>;
-
-/// The forwarding tables, indexed for lookups.
-#[derive(Clone, Debug, Default)]
-struct Forwarding {
-    state: ForwardingState,
-    /// Longest first: (prefix length on 128 bits, its routes), per family.
-    v4: Vec<(u8, RoutesOfLength)>,
-    v6: Vec<(u8, RoutesOfLength)>,
-    /// Members by group id.
-    groups: FxHashMap<u16, Vec<u32>>,
-    flood_of_port: FxHashMap<u32, u16>,
-    replicas: FxHashMap<u16, Vec<Replica>>,
-}
-
-fn mask128(len: u8) -> u128 {
-    if len == 0 {
-        0
-    } else {
-        u128::MAX << (128 - u32::from(len))
-    }
-}
-
-impl Forwarding {
-    fn new(state: ForwardingState) -> Self {
-        let mut v4: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
-        let mut v6: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
-        for r in &state.routes {
-            let t = if r.prefix.is_v4() { &mut v4 } else { &mut v6 };
-            t.entry(r.prefix.len128())
-                .or_default()
-                .insert(r.prefix.addr.to_u128(), (r.group, r.size));
-        }
-        let sorted = |m: FxHashMap<u8, RoutesOfLength>| {
-            let mut v: Vec<_> = m.into_iter().collect();
-            v.sort_by_key(|e| std::cmp::Reverse(e.0));
-            v
-        };
-        Forwarding {
-            v4: sorted(v4),
-            v6: sorted(v6),
-            groups: state.groups.iter().cloned().collect(),
-            flood_of_port: state.floods.iter().map(|f| (f.in_port, f.group)).collect(),
-            replicas: state
-                .floods
-                .iter()
-                .map(|f| (f.group, f.replicas.clone()))
-                .collect(),
-            state,
-        }
-    }
-
-    fn lookup(&self, dst: Addr) -> Option<(u16, u16)> {
-        let a = dst.to_u128();
-        let t = if dst.is_v4() { &self.v4 } else { &self.v6 };
-        t.iter()
-            .find_map(|(len, m)| m.get(&(a & mask128(*len))).copied())
-    }
-
-    fn is_host_port(&self, port: u32) -> bool {
-        self.state.host_ports.contains(&port)
-    }
-
-    /// The ECMP member of the longest-prefix route to the flow's destination.
-    fn route(&self, mask: u32, flow: &FlowId, c32: u32) -> Option<u32> {
-        let (group, size) = self.lookup(flow.dst)?;
-        let members = self.groups.get(&group)?;
-        let m = ecmp_member(c32, mask, size) as usize;
-        members.get(m).copied()
-    }
-}
-
-/// A switch's forwarding step ([`SwitchModel::route`]) as it was when taken.
-#[derive(Clone, Debug, Default)]
-pub struct Router {
-    fwd: Arc<Forwarding>,
-    mask: u32,
-}
-
-impl Router {
-    /// [`SwitchModel::route`].
-    pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
-        self.fwd.route(self.mask, flow, c32)
-    }
-}
-
 /// A meter instance and the epoch tag it holds counts of.
 #[derive(Clone, Debug)]
 struct Tagged<M> {
     tag: Option<u16>,
     meter: M,
-}
-
-/// The rules the controller installed.
-#[derive(Clone, Debug, Default)]
-struct Rules {
-    usm: FxHashSet<FlowId>,
-    dsm: FxHashSet<(FlowId, u32)>,
-    hh: FxHashMap<u32, u32>,
 }
 
 /// Counters the data plane keeps.
@@ -246,100 +148,6 @@ impl SwitchModel {
         &self.capacity
     }
 
-    pub fn set_forwarding(&mut self, state: ForwardingState) {
-        self.fwd = Arc::new(Forwarding::new(state));
-    }
-
-    pub fn forwarding(&self) -> &ForwardingState {
-        &self.fwd.state
-    }
-
-    /// Installs or removes one rule (`op`'s switch is the caller's business). Installing a rule
-    /// that is there is a no-op (an HH rule takes the new η); removing one that is not, too.
-    pub fn apply(&mut self, op: &RuleOp) -> Result<(), RuleError> {
-        let full = |table, size| Err(RuleError::Full { table, size });
-        let r = &mut self.rules;
-        match *op {
-            RuleOp::InstallUsm { flow, .. } => {
-                if !r.usm.contains(&flow) && r.usm.len() >= self.capacity.usm_rules {
-                    return full("usm_table", self.capacity.usm_rules);
-                }
-                r.usm.insert(flow);
-            }
-            RuleOp::RemoveUsm { flow, .. } => {
-                r.usm.remove(&flow);
-            }
-            RuleOp::InstallDsm { flow, path_bf, .. } => {
-                if !r.dsm.contains(&(flow, path_bf)) && r.dsm.len() >= self.capacity.dsm_rules {
-                    return full("dsm_table", self.capacity.dsm_rules);
-                }
-                r.dsm.insert((flow, path_bf));
-            }
-            RuleOp::RemoveDsm { flow, path_bf, .. } => {
-                r.dsm.remove(&(flow, path_bf));
-            }
-            RuleOp::InstallHh { path_bf, eta, .. } => {
-                if !r.hh.contains_key(&path_bf) && r.hh.len() >= self.capacity.hh_rules {
-                    return full("hh_table", self.capacity.hh_rules);
-                }
-                r.hh.insert(path_bf, eta);
-            }
-            RuleOp::RemoveHh { path_bf, .. } => {
-                r.hh.remove(&path_bf);
-            }
-        }
-        Ok(())
-    }
-
-    /// Rules installed: (USM, DSM, HH).
-    pub fn rule_counts(&self) -> (usize, usize, usize) {
-        (
-            self.rules.usm.len(),
-            self.rules.dsm.len(),
-            self.rules.hh.len(),
-        )
-    }
-
-    pub fn has_usm(&self, flow: &FlowId) -> bool {
-        self.rules.usm.contains(flow)
-    }
-
-    pub fn has_dsm(&self, flow: &FlowId, path_bf: u32) -> bool {
-        self.rules.dsm.contains(&(*flow, path_bf))
-    }
-
-    /// Every rule installed, as the installs that made it (`switch` 0: the caller's business),
-    /// in a stable order.
-    pub fn installed(&self) -> Vec<RuleOp> {
-        let r = &self.rules;
-        let mut usm: Vec<_> = r.usm.iter().copied().collect();
-        let mut dsm: Vec<_> = r.dsm.iter().copied().collect();
-        let mut hh: Vec<_> = r.hh.iter().map(|(&b, &e)| (b, e)).collect();
-        usm.sort_unstable();
-        dsm.sort_unstable();
-        hh.sort_unstable();
-        let mut ops: Vec<RuleOp> = usm
-            .into_iter()
-            .map(|flow| RuleOp::InstallUsm { switch: 0, flow })
-            .collect();
-        ops.extend(dsm.into_iter().map(|(flow, path_bf)| RuleOp::InstallDsm {
-            switch: 0,
-            flow,
-            path_bf,
-        }));
-        ops.extend(hh.into_iter().map(|(path_bf, eta)| RuleOp::InstallHh {
-            switch: 0,
-            path_bf,
-            eta,
-        }));
-        ops
-    }
-
-    /// η of the HH rule on `path_bf`, if there is one.
-    pub fn hh_eta(&self, path_bf: u32) -> Option<u32> {
-        self.rules.hh.get(&path_bf).copied()
-    }
-
     /// One packet arriving on `in_port`: updates `pkt` to what leaves (the shim pushed,
     /// stamped, marked or removed) and the switch's registers.
     pub fn process(&mut self, pkt: &mut Packet, in_port: u32) -> Hop {
@@ -386,31 +194,6 @@ impl SwitchModel {
         }
     }
 
-    /// The forwarding step alone: the port a unicast packet of `flow` (CRC-32 `c32`) leaves
-    /// by, `None` without a route.
-    pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
-        self.fwd.route(self.config.mask, flow, c32)
-    }
-
-    /// The forwarding step as the tables and configuration are now, apart from the registers
-    /// (so it can be asked while packets are being counted).
-    pub fn router(&self) -> Router {
-        Router {
-            fwd: Arc::clone(&self.fwd),
-            mask: self.config.mask,
-        }
-    }
-
-    /// Whether `port` faces a host.
-    pub fn is_host_port(&self, port: u32) -> bool {
-        self.fwd.is_host_port(port)
-    }
-
-    /// The replicas of flood group `group`.
-    pub fn replicas(&self, group: u16) -> &[Replica] {
-        self.fwd.replicas.get(&group).map_or(&[], Vec::as_slice)
-    }
-
     /// What the registers hold for the epoch with tag `tag`: its USM and DSM (empty if the
     /// instance has moved on or never counted it).
     pub fn meters_of(&self, tag: u16) -> (Usm, Dsm) {
@@ -445,19 +228,6 @@ impl SwitchModel {
     /// The controller clears HashPipe every epoch, so heavy hitters are the last epoch's.
     pub fn clear_hashpipe(&mut self) {
         self.hashpipe.reset();
-    }
-
-    /// Empties the rule tables asked for (a controller clearing them).
-    pub fn clear_rules(&mut self, usm: bool, dsm: bool, hh: bool) {
-        if usm {
-            self.rules.usm.clear();
-        }
-        if dsm {
-            self.rules.dsm.clear();
-        }
-        if hh {
-            self.rules.hh.clear();
-        }
     }
 
     /// Every meter register back to zero: no epoch holds any bucket.

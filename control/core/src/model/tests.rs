@@ -1,10 +1,12 @@
 use super::net::{Event, Net};
 use super::wire::{self, Macs};
 use super::*;
+use crate::fabric::RuleOp;
 use crate::pathbf::PathBfParams;
 use crate::sketch::FlowHashes;
 use crate::topo::{
-    fattree::fattree, yaml, FloodTree, MonitorPlacement, PortMap, Routing, Topology,
+    fattree::fattree, yaml, FloodTree, ForwardingState, MonitorPlacement, PortMap, Routing,
+    Topology,
 };
 
 const LINE2: &str = "name: line2\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";

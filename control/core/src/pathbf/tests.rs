@@ -1,5 +1,5 @@
 use super::*;
-use crate::topo::{fattree::fattree, MonitorPlacement, Routing};
+use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Segments, SwitchIx};
 
 #[test]
 fn unusable_parameters_are_errors_naming_the_field() {

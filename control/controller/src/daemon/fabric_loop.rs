@@ -1,0 +1,96 @@
+//! The daemon's epoch loop on one fabric of any target's switches: connect, resume after what
+//! was reported, run epochs until done, shut down or demoted. Apart from [`super::run`], which
+//! chooses the target and stands by while another controller is primary.
+
+use super::sink::Sink;
+use super::{controller_config, RunOptions};
+use crate::cluster::ClusterStages;
+use crate::controller::Controller;
+use crate::error::{Error, Result};
+use crate::report::EpochReport;
+use crate::setup::Prepared;
+use crate::simulate::SimulationResult;
+use canary_core::fault::Fault;
+use canary_core::pathbf::PathBfParams;
+use canary_switch::driver::SwitchDriver;
+use canary_switch::fabric::SwitchFabric;
+use std::future::Future;
+
+/// How a run on one fabric ended.
+pub(super) enum Ended {
+    Done(Box<SimulationResult>),
+    /// Another controller became primary: this one stands down.
+    Demoted(String),
+}
+
+/// The daemon over a fabric of any target's switches, until its epochs are done, shutdown, or
+/// another controller takes the switches over.
+pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
+    opts: &RunOptions,
+    prep: Prepared,
+    faults: &[Fault],
+    mut fabric: SwitchFabric<D>,
+    shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
+    sink: &mut Sink<'_, F>,
+) -> Result<Ended> {
+    if let Err(e) = fabric.connect(opts.connect_patience).await {
+        if let Some(why) = fabric.demoted() {
+            sink.metrics.set_primary(false);
+            return Ok(Ended::Demoted(why.to_string()));
+        }
+        return Err(Error::switches(e));
+    }
+    if !opts.quiet {
+        eprintln!(
+            "configured {} switches of {}; epochs of {:?}",
+            prep.topo.switches.len(),
+            prep.topo.name,
+            opts.epoch
+        );
+    }
+    let mut ctl = Controller::new(
+        prep.topo,
+        prep.segments,
+        prep.codec,
+        controller_config(opts),
+    );
+    if let Some((cluster, parts)) = &opts.cluster {
+        ClusterStages::attach(&mut ctl, cluster, *parts, PathBfParams::default()).await?;
+    }
+    sink.metrics.set_primary(true);
+    let last = sink.last_epoch()?;
+    for missed in ctl.start_after(&mut fabric, last).await {
+        sink.metrics.observe_incomplete();
+        sink.emit(missed, opts.quiet)?;
+    }
+    let first = sink.epochs.len();
+    loop {
+        if opts.epochs > 0 && sink.epochs.len() - first >= opts.epochs as usize {
+            break;
+        }
+        let r = tokio::select! {
+            r = ctl.run_epoch(&mut fabric) => r,
+            _ = shutdown.as_mut() => {
+                tracing::info!("shutting down");
+                break;
+            }
+        };
+        if let Some(why) = fabric.demoted() {
+            // Its epoch is the new primary's to report.
+            sink.metrics.set_primary(false);
+            return Ok(Ended::Demoted(why.to_string()));
+        }
+        sink.metrics
+            .observe(&ctl, &r, fabric.counters.digests_dropped);
+        sink.emit(r, opts.quiet)?;
+    }
+    let result = SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut sink.epochs));
+    if let Some(path) = &opts.json {
+        let f = std::fs::File::create(path)
+            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e))?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)
+            .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e.into()))?;
+    }
+    tracing::info!(counters = ?fabric.counters, "fabric counters");
+    Ok(Ended::Done(Box::new(result)))
+}

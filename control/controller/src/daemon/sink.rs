@@ -1,0 +1,65 @@
+//! Where the daemon's epochs go: the report file, the page, the caller, stdout and the run's
+//! document. Apart from the loop that makes them, which only hands each one on.
+
+use super::{controller_config, RunOptions};
+use crate::controller::Controller;
+use crate::error::Result;
+use crate::metrics::Metrics;
+use crate::report::{render_epoch, EpochReport};
+use crate::report_file::ReportFile;
+use crate::setup::Prepared;
+use crate::simulate::SimulationResult;
+use canary_core::fault::Fault;
+use std::io::Write;
+use std::sync::Arc;
+
+/// Where the epochs go: the report file, the metrics, the caller, and the run's document.
+pub(super) struct Sink<'a, F> {
+    pub(super) report: Option<&'a mut ReportFile>,
+    pub(super) metrics: Arc<Metrics>,
+    pub(super) page: Option<crate::page::Page>,
+    pub(super) on_epoch: F,
+    pub(super) epochs: Vec<EpochReport>,
+}
+
+impl<F: FnMut(&EpochReport)> Sink<'_, F> {
+    /// The last epoch reported, by this controller or one before it.
+    pub(super) fn last_epoch(&mut self) -> Result<Option<u64>> {
+        match self.report.as_mut() {
+            Some(f) => f.reread(),
+            None => Ok(self.epochs.last().map(|r| r.epoch)),
+        }
+    }
+
+    pub(super) fn emit(&mut self, r: EpochReport, quiet: bool) -> Result<()> {
+        if let Some(f) = self.report.as_mut() {
+            f.append(&r)?;
+        }
+        if let Some(p) = &self.page {
+            p.push(&r);
+        }
+        (self.on_epoch)(&r);
+        if !quiet {
+            print!("{}", render_epoch(&r, 8));
+            let _ = std::io::stdout().flush();
+        }
+        self.epochs.push(r);
+        Ok(())
+    }
+
+    /// The run's document: every epoch this process reported.
+    pub(super) fn result(
+        &mut self,
+        prep: &Prepared,
+        faults: &[Fault],
+        opts: &RunOptions,
+    ) -> SimulationResult {
+        let ctl = Controller::new(
+            prep.topo.clone(),
+            prep.segments.clone(),
+            prep.codec.clone(),
+            controller_config(opts),
+        );
+        SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut self.epochs))
+    }
+}
