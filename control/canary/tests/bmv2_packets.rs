@@ -813,25 +813,7 @@ impl Packets {
             });
         }
         if !on {
-            ops = ops
-                .into_iter()
-                .map(|op| match op {
-                    RuleOp::InstallHh {
-                        switch, path_bf, ..
-                    } => RuleOp::RemoveHh { switch, path_bf },
-                    RuleOp::InstallUsm { switch, flow } => RuleOp::RemoveUsm { switch, flow },
-                    RuleOp::InstallDsm {
-                        switch,
-                        flow,
-                        path_bf,
-                    } => RuleOp::RemoveDsm {
-                        switch,
-                        flow,
-                        path_bf,
-                    },
-                    other => other,
-                })
-                .collect();
+            ops = ops.iter().map(RuleOp::as_removal).collect();
         }
         let failed = self.rt.block_on(self.fabric.apply(&ops));
         assert!(failed.is_empty(), "{failed:?}");

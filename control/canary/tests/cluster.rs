@@ -299,18 +299,7 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
         logs(dir)
     );
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let blamed: Vec<String> = v["summary"]["blamed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            format!(
-                "{}->{}",
-                b["link"][0].as_str().unwrap(),
-                b["link"][1].as_str().unwrap()
-            )
-        })
-        .collect();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
     assert_eq!(blamed, vec!["edge1_0->agg1_1".to_string()], "{}", logs(dir));
     let reports = dir.join("epochs.jsonl");
     let t = Instant::now();

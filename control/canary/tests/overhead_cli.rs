@@ -2,6 +2,7 @@
 //! relation: Canary needs at most 5 % of FermatSketch's memory at loss 1e-2), and Fig. 7 and 11
 //! on a short synthetic trace and on a pcap file.
 
+use canary_testkit::{classic_pcap, eth_ipv4_tcp};
 use serde_json::Value;
 use std::path::Path;
 use std::process::Command;
@@ -123,33 +124,6 @@ fn fig6_and_table2_show_canary_far_below_the_sketches() {
     assert!(svg.starts_with("<svg") && svg.contains("FermatSketch"));
 }
 
-/// A classic pcap (little-endian, microseconds, Ethernet) of TCP packets.
-fn pcap(packets: &[(u64, u32, u16)]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend(0xa1b2_c3d4u32.to_le_bytes());
-    b.extend(2u16.to_le_bytes());
-    b.extend(4u16.to_le_bytes());
-    b.extend([0u8; 8]);
-    b.extend(65535u32.to_le_bytes());
-    b.extend(1u32.to_le_bytes());
-    for &(usec, src, sport) in packets {
-        let mut f = vec![0u8; 12];
-        f.extend(0x0800u16.to_be_bytes());
-        f.extend([0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
-        f.extend(src.to_be_bytes());
-        f.extend(0x0a00_00ffu32.to_be_bytes());
-        f.extend(sport.to_be_bytes());
-        f.extend(80u16.to_be_bytes());
-        f.extend([0u8; 16]);
-        b.extend(((usec / 1_000_000) as u32).to_le_bytes());
-        b.extend(((usec % 1_000_000) as u32).to_le_bytes());
-        b.extend((f.len() as u32).to_le_bytes());
-        b.extend((f.len() as u32).to_le_bytes());
-        b.extend(f);
-    }
-    b
-}
-
 #[test]
 fn fig7_and_fig11_run_on_a_synthetic_trace_and_on_a_pcap() {
     let dir = tempfile::tempdir().unwrap();
@@ -210,12 +184,13 @@ fn fig7_and_fig11_run_on_a_synthetic_trace_and_on_a_pcap() {
     for i in 0..30u32 {
         let n = 10 + 5 * i as u64;
         for j in 0..n {
-            pkts.push((j * 2_000_000 / n, 0x0a00_0000 + i, 1000 + i as u16));
+            let frame = eth_ipv4_tcp(0x0a00_0000 + i, 0x0a00_00ff, 1000 + i as u16, 80);
+            pkts.push((j * 2_000_000 / n, frame));
         }
     }
     pkts.sort();
     let file = dir.path().join("t.pcap");
-    std::fs::write(&file, pcap(&pkts)).unwrap();
+    std::fs::write(&file, classic_pcap(&pkts)).unwrap();
     let json = dir.path().join("p.json");
     canary(&[
         "--only",

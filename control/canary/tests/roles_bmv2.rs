@@ -475,18 +475,7 @@ fn canary_role_runs_beside_the_forwarding_controller_and_neither_writes_the_othe
     let v = read_json(&json);
     let epochs = v["epochs"].as_array().expect("epochs in --json");
     assert_eq!(epochs.len(), 12, "{}", lab.daemon_output());
-    let blamed: Vec<String> = v["summary"]["blamed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            format!(
-                "{}->{}",
-                b["link"][0].as_str().unwrap(),
-                b["link"][1].as_str().unwrap()
-            )
-        })
-        .collect();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
     assert_eq!(
         blamed,
         vec!["s1->s2".to_string()],

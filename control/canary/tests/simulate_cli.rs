@@ -113,18 +113,7 @@ fn fault_file_is_localized_exactly() {
     let f = dir.path().join("faults.yaml");
     std::fs::write(&f, "faults:\n  - {link: [agg1_1, core2], loss: 0.3}\n  - {link: [edge2_0, agg2_0], loss: 0.004}\n").unwrap();
     let v = json_of(&["simulate", "--faults", f.to_str().unwrap(), "--epochs", "8"]);
-    let blamed: Vec<String> = v["summary"]["blamed"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|b| {
-            format!(
-                "{}->{}",
-                b["link"][0].as_str().unwrap(),
-                b["link"][1].as_str().unwrap()
-            )
-        })
-        .collect();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
     assert_eq!(blamed.len(), 2, "{blamed:?}");
     assert!(blamed.contains(&"agg1_1->core2".to_string()), "{blamed:?}");
     assert!(

@@ -76,22 +76,9 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
     let epochs = v["epochs"].as_array().expect("epochs in --json");
     assert_eq!(epochs.len(), EPOCHS);
     let stdout = String::from_utf8_lossy(&out.stdout);
-    let links = |v: &Value| -> Vec<String> {
-        v.as_array()
-            .unwrap()
-            .iter()
-            .map(|b| {
-                format!(
-                    "{}->{}",
-                    b["link"][0].as_str().unwrap(),
-                    b["link"][1].as_str().unwrap()
-                )
-            })
-            .collect()
-    };
     let fault = vec!["edge1_0->agg1_1".to_string()];
     assert_eq!(
-        links(&v["summary"]["blamed"]),
+        canary_testkit::blamed_links(&v["summary"]["blamed"]),
         fault,
         "{stdout}
 {stderr}"
@@ -116,7 +103,7 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
     // selected flows cover the fabric, no epoch blames anything but the lossy link, and every
     // epoch whose monitors were all harvested blames it.
     for e in &epochs[WARM_UP..] {
-        let b = links(&e["blamed"]);
+        let b = canary_testkit::blamed_links(&e["blamed"]);
         assert!(
             b.is_empty() || b == fault,
             "epoch {} blamed {b:?}\n{stdout}",

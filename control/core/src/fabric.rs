@@ -112,6 +112,25 @@ impl RuleOp {
             RuleOp::InstallDsm { .. } | RuleOp::InstallUsm { .. } | RuleOp::InstallHh { .. }
         )
     }
+    /// The removal of what this op installs; a removal stays what it is.
+    pub fn as_removal(&self) -> RuleOp {
+        match *self {
+            RuleOp::InstallUsm { switch, flow } => RuleOp::RemoveUsm { switch, flow },
+            RuleOp::InstallDsm {
+                switch,
+                flow,
+                path_bf,
+            } => RuleOp::RemoveDsm {
+                switch,
+                flow,
+                path_bf,
+            },
+            RuleOp::InstallHh {
+                switch, path_bf, ..
+            } => RuleOp::RemoveHh { switch, path_bf },
+            ref removal => removal.clone(),
+        }
+    }
 }
 
 /// A packet the HH table reported (a P4Runtime digest on real switches).

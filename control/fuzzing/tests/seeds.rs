@@ -331,18 +331,7 @@ fn stem(p: &Path) -> String {
 }
 
 /// A non-P4 `bfrt.json` with the packet replication engine's tables, as bf_switchd serves it.
-const PRE_JSON: &str = r#"{"tables": [
- {"name": "$pre.node", "id": 11,
-  "key": [{"id": 1, "name": "$MULTICAST_NODE_ID", "type": {"type": "uint32"}}],
-  "data": [{"singleton": {"id": 1, "name": "$MULTICAST_RID", "type": {"type": "uint16"}}},
-           {"singleton": {"id": 2, "name": "$MULTICAST_LAG_ID", "type": {"type": "uint32"}}},
-           {"singleton": {"id": 3, "name": "$DEV_PORT", "type": {"type": "uint32"}}}]},
- {"name": "$pre.mgid", "id": 12,
-  "key": [{"id": 1, "name": "$MGID", "type": {"type": "uint16"}}],
-  "data": [{"singleton": {"id": 1, "name": "$MULTICAST_NODE_ID", "type": {"type": "uint32"}}},
-           {"singleton": {"id": 2, "name": "$MULTICAST_NODE_L1_XID_VALID", "type": {"type": "bool"}}},
-           {"singleton": {"id": 3, "name": "$MULTICAST_NODE_L1_XID", "type": {"type": "uint16"}}}]}
-]}"#;
+const PRE_JSON: &str = include_str!("../../switch/testdata/pre_bfrt.json");
 
 /// Flock's reference implementation writes this (note the double spaces).
 const REFERENCE_TRACE: &str = "Failing_link 44 14 0.018601207825701044\nFP 0 32 1\n\

@@ -118,3 +118,48 @@ impl Drop for KillOnDrop {
         let _ = self.0.wait();
     }
 }
+
+/// The links of a report's blamed list (`summary.blamed` of `--json`, or an epoch's `blamed`),
+/// each as `from->to`, in the report's order. A list of another shape fails the test.
+pub fn blamed_links(blamed: &serde_json::Value) -> Vec<String> {
+    let list = blamed.as_array().expect("a blamed list is an array");
+    list.iter()
+        .map(|b| {
+            let end = |i: usize| b["link"][i].as_str().expect("a link is two switch names");
+            format!("{}->{}", end(0), end(1))
+        })
+        .collect()
+}
+
+/// A classic pcap file (little-endian, microsecond times, Ethernet) of `frames`, each with its
+/// time in microseconds.
+pub fn classic_pcap(frames: &[(u64, Vec<u8>)]) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend(0xa1b2_c3d4u32.to_le_bytes()); // magic: little-endian, microseconds
+    b.extend(2u16.to_le_bytes()); // version 2.4
+    b.extend(4u16.to_le_bytes());
+    b.extend([0u8; 8]); // time zone, accuracy
+    b.extend(65535u32.to_le_bytes()); // snap length
+    b.extend(1u32.to_le_bytes()); // link type: Ethernet
+    for (usec, f) in frames {
+        b.extend(((usec / 1_000_000) as u32).to_le_bytes());
+        b.extend(((usec % 1_000_000) as u32).to_le_bytes());
+        b.extend((f.len() as u32).to_le_bytes());
+        b.extend((f.len() as u32).to_le_bytes());
+        b.extend(f);
+    }
+    b
+}
+
+/// An Ethernet frame of a 40-byte IPv4 TCP packet from `src:sport` to `dst:dport`.
+pub fn eth_ipv4_tcp(src: u32, dst: u32, sport: u16, dport: u16) -> Vec<u8> {
+    let mut f = vec![0u8; 12];
+    f.extend(0x0800u16.to_be_bytes());
+    f.extend([0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0]);
+    f.extend(src.to_be_bytes());
+    f.extend(dst.to_be_bytes());
+    f.extend(sport.to_be_bytes());
+    f.extend(dport.to_be_bytes());
+    f.extend([0u8; 16]);
+    f
+}

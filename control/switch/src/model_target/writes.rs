@@ -144,7 +144,7 @@ impl ModelTables {
         }
         if w.change == Change::Modify && t != Table::Hh {
             // A USM/DSM modify changes the ID the buckets will take.
-            model.apply(&remove_of(&op)).ok();
+            model.apply(&op.as_removal()).ok();
         }
         model
             .apply(&op)
@@ -154,26 +154,6 @@ impl ModelTables {
             self.ids.insert(key, arg(e, 0)? as u32);
         }
         Ok(())
-    }
-}
-
-/// The removal that undoes an install.
-fn remove_of(op: &RuleOp) -> RuleOp {
-    match *op {
-        RuleOp::InstallUsm { switch, flow } => RuleOp::RemoveUsm { switch, flow },
-        RuleOp::InstallDsm {
-            switch,
-            flow,
-            path_bf,
-        } => RuleOp::RemoveDsm {
-            switch,
-            flow,
-            path_bf,
-        },
-        RuleOp::InstallHh {
-            switch, path_bf, ..
-        } => RuleOp::RemoveHh { switch, path_bf },
-        ref other => other.clone(),
     }
 }
 

@@ -1,36 +1,6 @@
 use super::*;
 
-/// A classic pcap (little-endian, microseconds, Ethernet) of the given frames.
-pub(crate) fn pcap_of(frames: &[(u32, Vec<u8>)]) -> Vec<u8> {
-    let mut b = Vec::new();
-    b.extend(0xa1b2_c3d4u32.to_le_bytes());
-    b.extend(2u16.to_le_bytes());
-    b.extend(4u16.to_le_bytes());
-    b.extend([0u8; 8]);
-    b.extend(65535u32.to_le_bytes());
-    b.extend(1u32.to_le_bytes());
-    for (usec, f) in frames {
-        b.extend(1u32.to_le_bytes());
-        b.extend(usec.to_le_bytes());
-        b.extend((f.len() as u32).to_le_bytes());
-        b.extend((f.len() as u32).to_le_bytes());
-        b.extend(f);
-    }
-    b
-}
-
-pub(crate) fn eth_ipv4_tcp(src: u32, dst: u32, sport: u16, dport: u16) -> Vec<u8> {
-    let mut f = vec![0u8; 12];
-    f.extend(0x0800u16.to_be_bytes());
-    let mut ip = vec![0x45, 0, 0, 40, 0, 0, 0x40, 0, 64, 6, 0, 0];
-    ip.extend(src.to_be_bytes());
-    ip.extend(dst.to_be_bytes());
-    f.extend(ip);
-    f.extend(sport.to_be_bytes());
-    f.extend(dport.to_be_bytes());
-    f.extend([0u8; 16]);
-    f
-}
+use canary_testkit::{classic_pcap, eth_ipv4_tcp};
 
 #[test]
 fn pcap_frames_become_flows_with_relative_times() {
@@ -40,10 +10,10 @@ fn pcap_frames_become_flows_with_relative_times() {
         f.extend([0u8; 28]);
         f
     };
-    let bytes = pcap_of(&[
-        (10, eth_ipv4_tcp(0x0a000001, 0x0a000002, 1234, 80)),
-        (20, arp),
-        (510, eth_ipv4_tcp(0x0a000003, 0x0a000002, 99, 443)),
+    let bytes = classic_pcap(&[
+        (1_000_010, eth_ipv4_tcp(0x0a000001, 0x0a000002, 1234, 80)),
+        (1_000_020, arp),
+        (1_000_510, eth_ipv4_tcp(0x0a000003, 0x0a000002, 99, 443)),
     ]);
     let (pkts, stats) = read_pcap(&bytes).unwrap();
     assert_eq!(

@@ -121,19 +121,9 @@ fn register_entries_decode_per_pipe() {
 
 #[test]
 fn a_multicast_group_is_its_nodes_then_its_mgid() {
-    let json = serde_json::json!({"tables": [
-        {"name": "$pre.node", "id": 11,
-         "key": [{"id": 1, "name": "$MULTICAST_NODE_ID", "type": {"type": "uint32"}}],
-         "data": [{"singleton": {"id": 1, "name": "$MULTICAST_RID", "type": {"type": "uint16"}}},
-                  {"singleton": {"id": 2, "name": "$MULTICAST_LAG_ID", "type": {"type": "uint32"}}},
-                  {"singleton": {"id": 3, "name": "$DEV_PORT", "type": {"type": "uint32"}}}]},
-        {"name": "$pre.mgid", "id": 12,
-         "key": [{"id": 1, "name": "$MGID", "type": {"type": "uint16"}}],
-         "data": [{"singleton": {"id": 1, "name": "$MULTICAST_NODE_ID", "type": {"type": "uint32"}}},
-                  {"singleton": {"id": 2, "name": "$MULTICAST_NODE_L1_XID_VALID", "type": {"type": "bool"}}},
-                  {"singleton": {"id": 3, "name": "$MULTICAST_NODE_L1_XID", "type": {"type": "uint16"}}}]}
-    ]});
-    let pre = PreTables::from_json("fixed.json", json.to_string().as_bytes()).unwrap();
+    // The replication engine's tables as bf_switchd serves them.
+    let json = include_str!("../../../testdata/pre_bfrt.json");
+    let pre = PreTables::from_json("fixed.json", json.as_bytes()).unwrap();
     let g = McGroup {
         id: 3,
         replicas: vec![(1, 1), (4, 0), (2, 1)],
