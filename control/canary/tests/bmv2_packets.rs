@@ -41,11 +41,9 @@ use canary_core::topo::{
 };
 use canary_core::FlowId;
 use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
-use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Program, CXT_ID};
 use canary_switch::entries::{self, Change, Entry, Key, Write};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::p4info::P4InfoIndex;
-use canary_switch::switches::{port_map, SwitchesFile};
 use fabric_lab::{FabricLab, LabOptions, THRIFT_BASE};
 use std::collections::{BTreeSet, HashMap};
 use std::sync::Arc;
@@ -110,19 +108,8 @@ impl Packets {
         // The switches' servers listen in the fabric namespace; so does this thread from now
         // on (sockets elsewhere are opened by threads of their own).
         bmv2::enter_netns(&lab.fab);
-        let path = lab.switches_yaml.display().to_string();
-        let bound = SwitchesFile::load(&path).unwrap().bind(&path, t).unwrap();
-        let ports: &'static PortMap = Box::leak(Box::new(port_map(&bound)));
-        let p4info = P4InfoIndex::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
-        let json = std::fs::read(lab.p4dir.join("canary.json")).unwrap();
-        let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
-        let drivers = bound
-            .into_iter()
-            .map(|b| {
-                let monitor = t.switches[b.ix as usize].monitor;
-                Bmv2Driver::new(b, monitor, prog.clone(), Bmv2Options::default())
-            })
-            .collect();
+        let (drivers, ports, prog) = lab.bmv2_drivers(t);
+        let ports: &'static PortMap = Box::leak(Box::new(ports));
         let mut fabric = SwitchFabric::new(
             t,
             ports,

@@ -18,13 +18,9 @@ use canary_core::pathbf::PathBfParams;
 use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use canary_sim::{SimConfig, SimFabric};
-use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::p4info::P4InfoIndex;
-use canary_switch::switches::{port_map, SwitchesFile};
 use fabric_lab::FabricLab;
 use std::collections::{BTreeSet, HashMap};
-use std::sync::Arc;
 use std::time::Duration;
 
 #[test]
@@ -38,19 +34,7 @@ fn simulator_paths_and_digests_equal_bmv2_on_a_fat_tree() {
     let t = &prep.topo;
     let lab = FabricLab::new(t.clone());
     bmv2::enter_netns(&lab.fab);
-    let path = lab.switches_yaml.display().to_string();
-    let bound = SwitchesFile::load(&path).unwrap().bind(&path, t).unwrap();
-    let ports = port_map(&bound);
-    let p4info = P4InfoIndex::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
-    let json = std::fs::read(lab.p4dir.join("canary.json")).unwrap();
-    let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
-    let drivers = bound
-        .into_iter()
-        .map(|b| {
-            let monitor = t.switches[b.ix as usize].monitor;
-            Bmv2Driver::new(b, monitor, prog.clone(), Bmv2Options::default())
-        })
-        .collect();
+    let (drivers, ports, prog) = lab.bmv2_drivers(t);
     let mut bmv2 = SwitchFabric::new(
         t,
         &ports,

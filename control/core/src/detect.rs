@@ -197,6 +197,15 @@ pub struct WindowCount {
 }
 
 impl WindowCount {
+    /// A window of one epoch in which the segment carried `sent` packets and lost `lost`.
+    pub fn of_one_epoch(sent: u64, lost: u64) -> Self {
+        WindowCount {
+            sent,
+            lost,
+            epochs: 1,
+            lossy_epochs: u32::from(lost > 0),
+        }
+    }
     pub fn add(&mut self, c: &SegmentCount) {
         self.sent += c.sent;
         self.lost += c.lost;

@@ -121,15 +121,9 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
         .enumerate()
         .map(|(i, s)| {
             let sent = synth.packets_per_segment;
-            let ok: f64 = s.links.iter().map(|&l| 1.0 - loss[l as usize]).product();
+            let ok = s.delivery(&loss);
             let lost = (0..sent).filter(|_| !rng.random_bool(ok)).count() as u64;
-            let c = WindowCount {
-                sent,
-                lost,
-                epochs: 1,
-                lossy_epochs: u32::from(lost > 0),
-            };
-            (i as u32, c)
+            (i as u32, WindowCount::of_one_epoch(sent, lost))
         })
         .collect();
     let obs = observations(segments, &totals, 1);

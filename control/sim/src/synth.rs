@@ -147,11 +147,7 @@ pub fn synth_watched(
     for &i in watched {
         let i = i as usize;
         let seg = &segments.list[i];
-        let survive: f64 = seg
-            .links
-            .iter()
-            .map(|&l| 1.0 - loss[l as usize].clamp(0.0, 1.0))
-            .product();
+        let survive = seg.delivery(loss);
         let draw = Binomial::new(per_flow, survive.clamp(0.0, 1.0)).expect("p in [0, 1]");
         let (u, d) = (
             slot[seg.upstream() as usize],

@@ -7,7 +7,10 @@
 #![allow(dead_code)]
 
 use crate::bmv2::{repo_root, Lab, RawSocket};
-use canary_core::topo::{SwitchIx, Topology};
+use canary_core::topo::{PortMap, SwitchIx, Topology};
+use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
+use canary_switch::p4info::P4InfoIndex;
+use canary_switch::switches::{port_map, SwitchesFile};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Pareto};
 use std::collections::BTreeMap;
@@ -318,6 +321,26 @@ impl FabricLab {
             read("out"),
             read("err")
         )
+    }
+
+    /// A BMv2 driver for every switch of the lab, as `canary run` makes them: bound through the
+    /// lab's switches file, running the lab's compiled program; with the ports the file gives.
+    /// Call from inside the fabric's namespace, where the switches' servers listen.
+    pub fn bmv2_drivers(&self, t: &Topology) -> (Vec<Bmv2Driver>, PortMap, Arc<Bmv2Program>) {
+        let path = self.switches_yaml.display().to_string();
+        let bound = SwitchesFile::load(&path).unwrap().bind(&path, t).unwrap();
+        let ports = port_map(&bound);
+        let p4info = P4InfoIndex::load(&self.p4dir.join("canary.p4info.bin")).unwrap();
+        let json = std::fs::read(self.p4dir.join("canary.json")).unwrap();
+        let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
+        let drivers = bound
+            .into_iter()
+            .map(|b| {
+                let monitor = t.switches[b.ix as usize].monitor;
+                Bmv2Driver::new(b, monitor, prog.clone(), Bmv2Options::default())
+            })
+            .collect();
+        (drivers, ports, prog)
     }
 
     pub fn path(&self, name: &str) -> PathBuf {

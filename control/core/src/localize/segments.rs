@@ -333,15 +333,9 @@ mod tests {
             .enumerate()
             .map(|(i, s)| {
                 let sent = rng.random_range(200..3000u64);
-                let ok: f64 = s.links.iter().map(|&l| 1.0 - loss[l as usize]).product();
+                let ok = s.delivery(&loss);
                 let lost = ((1.0 - ok) * sent as f64).round() as u64;
-                let c = WindowCount {
-                    sent,
-                    lost,
-                    epochs: 1,
-                    lossy_epochs: u32::from(lost > 0),
-                };
-                (i as u32, c)
+                (i as u32, WindowCount::of_one_epoch(sent, lost))
             })
             .collect();
         let obs = observations(&segments, &totals, 1);

@@ -33,6 +33,12 @@ impl Segment {
     pub fn downstream(&self) -> SwitchIx {
         *self.switches.last().unwrap()
     }
+    /// The chance a packet crosses every link of the segment, given each link's loss rate
+    /// (rates outside [0, 1] are clamped).
+    pub fn delivery(&self, link_loss: &[f64]) -> f64 {
+        let survive = |l: &LinkIx| 1.0 - link_loss[*l as usize].clamp(0.0, 1.0);
+        self.links.iter().map(survive).product()
+    }
     /// `a→b→c` with switch names.
     pub fn display(&self, topo: &Topology) -> String {
         let names: Vec<&str> = self.switches.iter().map(|&s| topo.name_of(s)).collect();
