@@ -328,8 +328,9 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
         wait_for(Duration::from_secs(20), || lab
             .output_of("back")
             .contains("standing by")),
-        "{}",
-        lab.output_of("back")
+        "--- back\n{}\n--- standby\n{}",
+        lab.output_of("back"),
+        lab.output_of("standby")
     );
     let n = report_lines(&report).len();
     assert!(wait_for(Duration::from_secs(10), || report_lines(&report)

@@ -44,8 +44,13 @@ pub async fn wait_until_no_primary(
     let deadline = Instant::now() + patience;
     let mut seen = 0u64;
     let mut standing_by = false;
+    let mut seen_free = false;
     loop {
         match probe.probe_primary().await {
+            // A live primary that is reconnecting this switch leaves it without a primary for a
+            // moment; taking over then would fight it. Only a switch found without a primary
+            // twice, one interval apart, is taken over.
+            Ok(None) if !seen_free => seen_free = true,
             Ok(None) => {
                 if standing_by {
                     tracing::info!("the primary is gone: taking over");
@@ -56,6 +61,7 @@ pub async fn wait_until_no_primary(
                 return seen + 1;
             }
             Ok(Some(primary)) => {
+                seen_free = false;
                 seen = seen.max(generation(primary));
                 if !standing_by {
                     standing_by = true;
@@ -72,7 +78,10 @@ pub async fn wait_until_no_primary(
                 tracing::warn!("cannot ask {} who is primary: {e}", probe_name(probe));
                 return seen + 1;
             }
-            Err(e) => tracing::debug!("asking who is primary: {e}"),
+            Err(e) => {
+                seen_free = false;
+                tracing::debug!("asking who is primary: {e}")
+            }
         }
         tokio::time::sleep(every).await;
     }
