@@ -8,9 +8,11 @@ use crate::contract::Register;
 use crate::driver::DriverError;
 use crate::meters::{Cell, MeterCells, RowCells};
 
-/// A register read on the blocking pool: it hands the connection back with its answer.
-pub(super) type ThriftRead =
-    tokio::task::JoinHandle<(Option<ThriftClient>, Result<Vec<MeterCells>, DriverError>)>;
+/// A Thrift call on the blocking pool: it hands the connection back with its answer.
+type ThriftTask<T> = tokio::task::JoinHandle<(Option<ThriftClient>, Result<T, DriverError>)>;
+
+/// A register read on the blocking pool, kept by the driver while the fabric waits for it.
+pub(super) type ThriftRead = ThriftTask<Vec<MeterCells>>;
 
 impl Bmv2Driver {
     /// The switch's Thrift address, which BMv2's registers need.
@@ -23,19 +25,19 @@ impl Bmv2Driver {
         })
     }
 
-    /// Runs `f` on the Thrift connection off the async runtime (connecting first if needed).
-    async fn with_thrift<T: Send + 'static>(
+    /// Starts `f` on the blocking pool with the kept Thrift connection, or a new one; the task
+    /// hands the connection back with its answer (none when the call failed).
+    fn spawn_on_thrift<T: Send + 'static>(
         &mut self,
         f: impl FnOnce(&mut ThriftClient) -> Result<T, DriverError> + Send + 'static,
-    ) -> Result<T, DriverError> {
-        self.finish_pending().await;
+    ) -> Result<ThriftTask<T>, DriverError> {
         let addr = self.thrift_addr()?;
         let (name, timeout, kept) = (
             self.bound.name.clone(),
             self.opts.timeout,
             self.thrift.take(),
         );
-        let (t, r) = tokio::task::spawn_blocking(move || {
+        Ok(tokio::task::spawn_blocking(move || {
             let mut t = match kept {
                 Some(t) => t,
                 None => match ThriftClient::connect(
@@ -52,9 +54,19 @@ impl Bmv2Driver {
             };
             let r = f(&mut t);
             (r.is_ok().then_some(t), r)
-        })
-        .await
-        .map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
+        }))
+    }
+
+    /// Runs `f` on the Thrift connection off the async runtime (connecting first if needed).
+    async fn with_thrift<T: Send + 'static>(
+        &mut self,
+        f: impl FnOnce(&mut ThriftClient) -> Result<T, DriverError> + Send + 'static,
+    ) -> Result<T, DriverError> {
+        self.finish_pending().await;
+        let (t, r) = self
+            .spawn_on_thrift(f)?
+            .await
+            .map_err(|e| DriverError::Unreachable(format!("Thrift task: {e}")))?;
         self.thrift = t;
         r
     }
@@ -71,32 +83,9 @@ impl Bmv2Driver {
     /// Every meter register, read whole in one pipelined batch.
     pub(super) async fn read_meter_registers(&mut self) -> Result<Vec<MeterCells>, DriverError> {
         self.finish_pending().await;
-        let addr = self.thrift_addr()?;
         let names = rows(&self.prog.program.meters);
         let usm_rows = self.prog.program.meters.usm.len();
-        let (name, timeout, kept) = (
-            self.bound.name.clone(),
-            self.opts.timeout,
-            self.thrift.take(),
-        );
-        let task: ThriftRead = tokio::task::spawn_blocking(move || {
-            let mut t = match kept {
-                Some(t) => t,
-                None => match ThriftClient::connect(
-                    name,
-                    addr.as_str(),
-                    Timeouts {
-                        connect: timeout,
-                        io: timeout,
-                    },
-                ) {
-                    Ok(t) => t,
-                    Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
-                },
-            };
-            let r = read_cells(&mut t, &names, usm_rows);
-            (r.is_ok().then_some(t), r)
-        });
+        let task = self.spawn_on_thrift(move |t| read_cells(t, &names, usm_rows))?;
         // Kept here while awaited: if the caller gives up, the next call finishes it.
         self.pending = Some(task);
         let r = self.pending.as_mut().expect("just set").await;

@@ -9,24 +9,35 @@ use bfrt_proto::bfrt::{self, entity, ReadRequest, TableEntry};
 use std::collections::HashMap;
 
 impl TofinoDriver {
+    /// A Read of `entities`, answered as a stream of responses (the first awaited up to the
+    /// timeout).
+    async fn open_read(
+        &mut self,
+        entities: Vec<bfrt::Entity>,
+    ) -> Result<tonic::Streaming<bfrt::ReadResponse>, DriverError> {
+        let req = ReadRequest {
+            target: Some(self.target()),
+            client_id: self.opts.client_id,
+            entities,
+            p4_name: self.opts.p4_name.clone(),
+        };
+        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
+        let rpc = &mut self.session()?.rpc;
+        Ok(tokio::time::timeout(timeout, rpc.read(req))
+            .await
+            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
+            .map_err(|s| from_status(&name, "Read", s))?
+            .into_inner())
+    }
+
     /// Every entry of the tables `ids`, by table id.
     pub(super) async fn read_tables(
         &mut self,
         ids: &[u32],
     ) -> Result<HashMap<u32, Vec<TableEntry>>, DriverError> {
-        let req = ReadRequest {
-            target: Some(self.target()),
-            client_id: self.opts.client_id,
-            entities: ids.iter().map(|&id| bfruntime::read_all(id)).collect(),
-            p4_name: self.opts.p4_name.clone(),
-        };
+        let entities = ids.iter().map(|&id| bfruntime::read_all(id)).collect();
         let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
-        let rpc = &mut self.session()?.rpc;
-        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
-            .await
-            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
-            .map_err(|s| from_status(&name, "Read", s))?
-            .into_inner();
+        let mut stream = self.open_read(entities).await?;
         let mut out: HashMap<u32, Vec<TableEntry>> = HashMap::new();
         while let Some(msg) = tokio::time::timeout(timeout, stream.message())
             .await
@@ -42,25 +53,15 @@ impl TofinoDriver {
     /// back at the program's default.
     pub(super) async fn read_config(&mut self) -> Result<Vec<u128>, DriverError> {
         let t = self.prog()?.table(Table::SwitchConfig).clone();
-        let req = ReadRequest {
-            target: Some(self.target()),
-            client_id: self.opts.client_id,
-            entities: vec![bfrt::Entity {
-                entity: Some(entity::Entity::TableEntry(TableEntry {
-                    table_id: t.id,
-                    is_default_entry: true,
-                    ..Default::default()
-                })),
-            }],
-            p4_name: self.opts.p4_name.clone(),
-        };
-        let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
-        let rpc = &mut self.session()?.rpc;
-        let mut stream = tokio::time::timeout(timeout, rpc.read(req))
-            .await
-            .map_err(|_| unreachable(format!("{name}: no answer to Read")))?
-            .map_err(|s| from_status(&name, "Read", s))?
-            .into_inner();
+        let entities = vec![bfrt::Entity {
+            entity: Some(entity::Entity::TableEntry(TableEntry {
+                table_id: t.id,
+                is_default_entry: true,
+                ..Default::default()
+            })),
+        }];
+        let name = self.bound.name.clone();
+        let mut stream = self.open_read(entities).await?;
         let mut args: Vec<u128> = Vec::new();
         while let Some(msg) = stream
             .message()
