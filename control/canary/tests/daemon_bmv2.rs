@@ -222,8 +222,8 @@ fn bfrt_like_update() -> bfrt_proto::p4rt::Update {
 
 /// A k=4 fat-tree of 20 BMv2 switches, no fault: 20 one-second epochs. At 6 s core0 is killed
 /// (SIGKILL) and at 9 s started again empty. The daemon reports it unreachable, then restarted,
-/// configures it again (pipeline, forwarding, its Canary rules), leaves its segments out of
-/// those epochs, and blames nothing, ever.
+/// configures it again (pipeline, forwarding, its Canary rules) within three epochs of its
+/// listening again, leaves its segments out of those epochs, and blames nothing, ever.
 #[test]
 fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
     if missing() {
@@ -264,6 +264,19 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
     lab.kill_switch(core0);
     std::thread::sleep(Duration::from_secs(3));
     lab.start_switch(core0);
+    // How long BMv2 itself takes to come back is not the daemon's doing: count from the epoch
+    // in which core0 listens again.
+    let restarted = Instant::now();
+    assert!(
+        lab.wait_switch_listening(core0, Duration::from_secs(60)),
+        "BMv2 core0 did not listen within 60 s of its restart"
+    );
+    let listening_after = restarted.elapsed();
+    let reported = std::fs::read_to_string(lab.path("daemon.out"))
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| l.starts_with("epoch "))
+        .count() as u64;
 
     let status = wait_child(&mut d.0, Duration::from_secs(180));
     let sent = traffic.stop();
@@ -320,9 +333,18 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         .map(|d| d.0)
         .max()
         .unwrap();
+    // When core0 listened, epochs 0..reported had been reported; the epoch under way and the
+    // next may already have been flipped without it, so the one after configures it; one more
+    // for a configuration that a loaded machine does not finish within its flip.
+    eprintln!(
+        "core0 listened {listening_after:?} after its restart, {reported} epochs reported; \
+         last disturbed epoch {last}"
+    );
     assert!(
-        last < 17,
-        "core0 is back well before the end (last disturbed epoch {last})"
+        last <= reported + 3,
+        "core0 configured again at most three epochs after it listened (it listened with \
+         {reported} epochs reported, {listening_after:?} after its restart; last disturbed \
+         epoch {last})"
     );
     for e in epochs {
         assert!(

@@ -239,6 +239,25 @@ impl FabricLab {
         self.lab.track_pid(pid);
     }
 
+    /// Waits until switch `s`'s gRPC server accepts connections: a restarted BMv2 takes from a
+    /// fraction of a second to ten on a loaded machine. False if it does not within `limit`.
+    pub fn wait_switch_listening(&self, s: usize, limit: Duration) -> bool {
+        let (ns, port) = (self.fab.clone(), GRPC_BASE + s as u16);
+        std::thread::spawn(move || {
+            crate::bmv2::enter_netns(&ns);
+            let deadline = Instant::now() + limit;
+            while Instant::now() < deadline {
+                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+                    return true;
+                }
+                std::thread::sleep(Duration::from_millis(100));
+            }
+            false
+        })
+        .join()
+        .unwrap_or(false)
+    }
+
     /// Kills switch `s` the hard way (SIGKILL), as a crash would.
     pub fn kill_switch(&mut self, s: usize) {
         // SAFETY: kill(2) of a process this lab started, by its PID.

@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use super::cd::{self, CdParams, CdProblem};
 use super::groups::{self, Grouping, Mapping};
+use super::redundant;
 
 /// A link counts as blamed when CD leaves it below `1 − BLAME_EPS` (spec §6.10 item 6).
 pub const BLAME_EPS: f64 = 1e-12;
@@ -115,7 +116,8 @@ impl Diagnosis {
 /// those below the noise floor) 1; CD runs with already-blamed links frozen at 0; every other
 /// link left below 1 is blamed with stage `g`. Empty groups are skipped but still get a snapshot.
 ///
-/// Blamed losses come from the raw data, not from CD (see [`estimate_losses`]).
+/// Blamed losses come from the raw data, not from CD (see [`estimate_losses`]); a blamed link
+/// the others explain is dropped ([`redundant::prune`]).
 pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     let success: Vec<f64> = sub.segments.iter().map(|s| s.success).collect();
     let paths: Vec<Vec<u32>> = sub.segments.iter().map(|s| s.links.clone()).collect();
@@ -171,7 +173,18 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     }
 
     let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
-    let losses = estimate_losses(sub, &links);
+    let mut losses = estimate_losses(sub, &links);
+    let needed = redundant::prune(sub, &links, &losses);
+    if needed.len() < links.len() {
+        losses = estimate_losses(sub, &needed);
+    }
+    // A link the others explain leaves the blames and every stage's snapshot.
+    let explained: Vec<u32> = links
+        .iter()
+        .copied()
+        .filter(|l| !needed.contains(l))
+        .collect();
+    stage_of.retain(|(l, _)| needed.contains(l));
     // Our decision: a link whose loss, estimated from the raw counts, is below the noise floor
     // explains nothing the floor would not already call noise. CD can blame such a link when it
     // shares its only lossy segments with a faulty neighbour (seen on k = 12: eight links at
@@ -183,7 +196,7 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         .partition(|b| b.loss >= params.floor);
     for snap in &mut stages {
         snap.blamed_so_far
-            .retain(|l| !dropped.iter().any(|d| d.link == *l));
+            .retain(|l| !dropped.iter().any(|d| d.link == *l) && !explained.contains(l));
     }
     Diagnosis { blamed, stages }
 }

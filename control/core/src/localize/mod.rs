@@ -6,6 +6,7 @@
 //!   loss rate, map each group's success rates to `[0, 0.8]` with eq. 4, run CD per group with
 //!   already-blamed links removed), the single-CD NetBouncer baseline, and a rayon driver over
 //!   independent sub-problems.
+//! * [`redundant`]: drops a blamed link the other blamed links already explain (our decision).
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
 //! * [`netbouncer`]: NetBouncer (DFD + CD on undirected links) and NetBouncer-stage over bounce
 //!   probes; [`flock`]: Flock's greedy MLE with JLE; [`flock_trace`]: Flock's trace text format.
@@ -23,6 +24,7 @@ pub mod flock;
 pub mod flock_trace;
 pub mod groups;
 pub mod netbouncer;
+pub mod redundant;
 pub mod segments;
 pub mod vote007;
 
