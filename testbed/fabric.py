@@ -915,7 +915,9 @@ def main():
     ap.add_argument("--mtu", type=int, default=1500, help="host interface MTU")
     ap.add_argument("--ipv6", type=int, default=1,
                     help="1: hosts send flows to each other's IPv6 addresses too (half of them)")
-    ap.add_argument("--grpc-base", type=int, default=50001)
+    # Below the kernel's ephemeral ports (32768-60999 here): a base inside them can collide with
+    # any outgoing connection's local port (CI once found 127.0.0.1:50004 held for the run).
+    ap.add_argument("--grpc-base", type=int, default=20001)
     ap.add_argument("--thrift-base", type=int, default=9091)
     ap.add_argument("--log-level", default=os.environ.get("BMV2_LOG_LEVEL", "warn"))
     ap.add_argument("--start-timeout", type=float, default=90.0)
