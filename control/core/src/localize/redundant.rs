@@ -46,10 +46,7 @@ struct Through {
 impl Through {
     /// Only the lossy segments: enough to tell whether any two blamed links share one.
     fn lossy_only(sub: &SubProblem, blamed: &[u32]) -> Self {
-        let mut is_blamed = vec![false; sub.n_links];
-        for &l in blamed {
-            is_blamed[l as usize] = true;
-        }
+        let is_blamed = mask(sub.n_links, blamed);
         let mut lossy = vec![Vec::new(); sub.n_links];
         for (p, s) in sub.segments.iter().enumerate() {
             if s.success < 1.0 {
@@ -67,10 +64,7 @@ impl Through {
 
     /// Every segment through a blamed link, and the packets each delivered.
     fn complete(&mut self, sub: &SubProblem, blamed: &[u32]) {
-        let mut is_blamed = vec![false; sub.n_links];
-        for &l in blamed {
-            is_blamed[l as usize] = true;
-        }
+        let is_blamed = mask(sub.n_links, blamed);
         self.all = vec![Vec::new(); sub.n_links];
         self.kept = vec![0.0; sub.n_links];
         for (p, s) in sub.segments.iter().enumerate() {
@@ -96,10 +90,7 @@ pub fn prune(sub: &SubProblem, blamed: &[u32], loss: &[f64]) -> Vec<u32> {
         x[l as usize] = 1.0 - q;
     }
     loop {
-        let mut is_blamed = vec![false; sub.n_links];
-        for &l in &kept {
-            is_blamed[l as usize] = true;
-        }
+        let is_blamed = mask(sub.n_links, &kept);
         // Only a link that shares a lossy segment with another blamed link can be dropped, and
         // only its neighbours' fits enter what it is worth.
         let near: Vec<(u32, Vec<u32>)> = kept
@@ -142,6 +133,15 @@ pub fn prune(sub: &SubProblem, blamed: &[u32], loss: &[f64]) -> Vec<u32> {
         }
     }
     kept
+}
+
+/// Which of `n` links are among `links`.
+fn mask(n: usize, links: &[u32]) -> Vec<bool> {
+    let mut on = vec![false; n];
+    for &l in links {
+        on[l as usize] = true;
+    }
+    on
 }
 
 /// The blamed links other than `link` that share a lossy segment with it, ascending.
@@ -223,12 +223,12 @@ fn best_success(sub: &SubProblem, through: &Through, link: u32, x: &[f64]) -> f6
                 (f - lost * c / r, d - lost * c * c / (r * r))
             })
     };
-    let top = 1.0f64.min(1.0 / lossy.iter().map(|t| t.0).fold(0.0, f64::max));
-    if at(top * (1.0 - 1e-12)).0 >= 0.0 {
-        return top;
+    // Every `c` is a product of successes, at most 1, so the root lies in (0, 1].
+    if at(1.0 - 1e-12).0 >= 0.0 {
+        return 1.0;
     }
-    let (mut lo, mut hi) = (0.0, top);
-    let mut s = 0.5 * top;
+    let (mut lo, mut hi) = (0.0, 1.0);
+    let mut s = 0.5;
     for _ in 0..STEPS {
         let (f, d) = at(s);
         if f > 0.0 {
