@@ -51,8 +51,9 @@ def frame(kind, flow):
 def case(name, prog, kind, flows):
     run(["tc", "filter", "replace", "dev", "tx0", "egress", "pref", "1", "handle", "1", "bpf", "da",
          "bytecode", prog])
-    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, socket.htons(3))
-    rx.bind(("rx0", 0))
+    # Protocol 0 until bind: ETH_P_ALL at socket() would queue other interfaces' frames first.
+    rx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW, 0)
+    rx.bind(("rx0", 3))  # ETH_P_ALL, only on rx0
     rx.settimeout(0.5)
     rx.setsockopt(socket.SOL_SOCKET, 33, 64 << 20)  # SO_RCVBUFFORCE: hold every frame sent
     tx = socket.socket(socket.AF_PACKET, socket.SOCK_RAW)

@@ -413,8 +413,11 @@ impl RawSocket {
             assert!(nsfd >= 0, "open netns {ns}");
             assert_eq!(libc::setns(nsfd, libc::CLONE_NEWNET), 0, "setns {ns}");
             libc::close(nsfd);
+            // Protocol 0 receives nothing until bind names the interface: a socket opened
+            // with ETH_P_ALL would queue every interface's frames (the controller's loopback
+            // gRPC and Thrift among them) until bind, and a test would read one as a stray.
             let proto = (libc::ETH_P_ALL as u16).to_be();
-            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, i32::from(proto));
+            let fd = libc::socket(libc::AF_PACKET, libc::SOCK_RAW, 0);
             assert!(fd >= 0, "AF_PACKET socket");
             let name = std::ffi::CString::new(iface.clone()).unwrap();
             let ifindex = libc::if_nametoindex(name.as_ptr());
