@@ -50,6 +50,33 @@ def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
     return math.log(max(segments, 1) / false_alarms) / kl
 
 
+def declares(sent, lost, links, segments, background=1e-4, false_alarms=1e-6):
+    """Whether `lost` of `sent` on a segment of `links` links crosses Canary's decision at its
+    defaults (canary_core::decide::lossy_in_total on the counts taken together)."""
+    if sent <= 0 or lost <= 0:
+        return False
+    p0 = 1 - (1 - background) ** links
+    q = lost / sent
+    if q <= p0:
+        return False
+    kl = q * math.log(q / p0) + ((1 - q) * math.log((1 - q) / (1 - p0)) if q < 1 else 0)
+    return sent * kl >= math.log(max(segments, 1) / false_alarms)
+
+
+def at_most(k, n, p):
+    """P(X <= k) for X ~ Binomial(n, p)."""
+    if p <= 0:
+        return 1.0
+    if p >= 1:
+        return 1.0 if k >= n else 0.0
+    term = (1 - p) ** n
+    total = term
+    for i in range(1, k + 1):
+        term *= (n - i + 1) / i * p / (1 - p)
+        total += term
+    return min(total, 1.0)
+
+
 def smallest_shown(packets, segments):
     """The smallest loss that `packets` of Canary's across a link let its decision call (the
     inverse of `needed`), or None when even a 99.9 % loss would not show."""
@@ -107,6 +134,7 @@ def main():
     # most any one segment through it carried (Canary decides per segment).
     counted = {}
     most = {}
+    through = {}
     for seg in summary.get("coverage", []):
         hops = seg["segment"]
         for x, y in zip(hops, hops[1:]):
@@ -114,6 +142,7 @@ def main():
             c[0] += seg["sent"]
             c[1] += seg["lost"]
             most[f"{x}->{y}"] = max(most.get(f"{x}->{y}", 0), seg["sent"])
+            through.setdefault(f"{x}->{y}", []).append(seg)
     segments_total = max((e.get("segments_total", 0) for e in epochs), default=0)
     first = {}
     for e in epochs:
@@ -163,6 +192,24 @@ def main():
                     f"Canary's through it carried more than {n_counted} packets, and telling "
                     f"a {really:.2%} loss from the background on one takes about "
                     f"{math.ceil(need)})")
+        if link not in final and link not in starved and carried:
+            # What Canary's own flows counted: when no segment through the link lost enough of
+            # its packets to cross the decision, missing the fault is the decision working, as
+            # long as those flows lost what the link's kernel counters say it lost (a far lower
+            # count would be Canary's error, and stays a miss).
+            segs = through.get(link, [])
+            n, lost = counted.get(link, [0, 0])
+            crossed = [g for g in segs if declares(g["sent"], g["lost"], len(g["segment"]) - 1,
+                                                   segments_total)]
+            if not crossed and at_most(lost, n, really) >= 1e-3:
+                starved.append(link)
+                busiest = max(segs, key=lambda g: g["sent"], default=None)
+                fin += (f"  (too little evidence in Canary's own counts: no segment through it "
+                        f"lost enough to tell from the background"
+                        + (f", the busiest {busiest['lost']} of {busiest['sent']}" if busiest
+                           else "")
+                        + f"; its flows lost {lost} of {n}, within chance of the link's "
+                        f"{really:.2%} loss)")
         if link not in final and link not in starved:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"
