@@ -38,29 +38,42 @@ def enough(loss):
     return math.log(20) / -math.log1p(-loss) if 0 < loss < 1 else 0
 
 
+def background_of(links, background=1e-4):
+    """A healthy segment's loss: `links` links each losing `background`."""
+    return 1 - (1 - background) ** links
+
+
+def kl(q, p):
+    """The Bernoulli Kullback-Leibler divergence KL(q || p), q in [0, 1]."""
+    def term(a, b):
+        return 0.0 if a <= 0 else a * math.log(a / b)
+    return term(q, p) + term(1 - q, 1 - p)
+
+
+def threshold(segments, false_alarms=1e-6):
+    """Canary's decision threshold with its false alarms spread over `segments` tests."""
+    return math.log(max(segments, 1) / false_alarms)
+
+
 def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
     """Packets Canary's flows must carry across a link for its decision (at its defaults, on a
     segment of `links` links) to call a loss of `loss` beyond the background: its threshold
     ln(segments / false_alarms) over the divergence KL(loss || p0) per packet
     (canary_core::decide::lossy_in_total)."""
-    p0 = 1 - (1 - background) ** links
+    p0 = background_of(links, background)
     if not p0 < loss < 1:
         return float("inf")
-    kl = loss * math.log(loss / p0) + (1 - loss) * math.log((1 - loss) / (1 - p0))
-    return math.log(max(segments, 1) / false_alarms) / kl
+    return threshold(segments, false_alarms) / kl(loss, p0)
 
 
-def declares(sent, lost, links, segments, background=1e-4, false_alarms=1e-6):
+def declares(sent, lost, links, segments):
     """Whether `lost` of `sent` on a segment of `links` links crosses Canary's decision at its
     defaults (canary_core::decide::lossy_in_total on the counts taken together)."""
     if sent <= 0 or lost <= 0:
         return False
-    p0 = 1 - (1 - background) ** links
+    p0 = background_of(links)
     q = lost / sent
-    if q <= p0:
-        return False
-    kl = q * math.log(q / p0) + ((1 - q) * math.log((1 - q) / (1 - p0)) if q < 1 else 0)
-    return sent * kl >= math.log(max(segments, 1) / false_alarms)
+    return q > p0 and sent * kl(q, p0) >= threshold(segments)
 
 
 def at_most(k, n, p):

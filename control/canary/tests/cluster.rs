@@ -7,9 +7,8 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, on_path, skip, KillOnDrop};
+use canary_testkit::{free_port, on_path, skip, wait_listening, KillOnDrop};
 use serde_json::Value;
-use std::net::TcpStream;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -40,14 +39,10 @@ fn nats_server(dir: &Path) -> (Proc, String) {
         .stderr(log)
         .spawn()
         .expect("nats-server starts");
-    let t = Instant::now();
-    while TcpStream::connect(("127.0.0.1", port)).is_err() {
-        assert!(
-            t.elapsed() < Duration::from_secs(10),
-            "nats-server did not listen"
-        );
-        std::thread::sleep(Duration::from_millis(50));
-    }
+    assert!(
+        wait_listening(port, Duration::from_secs(10)),
+        "nats-server did not listen"
+    );
     (KillOnDrop(child), format!("nats://127.0.0.1:{port}"))
 }
 

@@ -109,6 +109,21 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// Whether something accepts connections on 127.0.0.1:`port` (of the calling thread's network
+/// namespace) within `limit`, polling.
+pub fn wait_listening(port: u16, limit: std::time::Duration) -> bool {
+    let deadline = std::time::Instant::now() + limit;
+    loop {
+        if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
+            return true;
+        }
+        if std::time::Instant::now() >= deadline {
+            return false;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+}
+
 /// A child process killed (and reaped) when this is dropped, so a failing test leaves none.
 pub struct KillOnDrop(pub std::process::Child);
 

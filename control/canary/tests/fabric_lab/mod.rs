@@ -245,14 +245,7 @@ impl FabricLab {
         let (ns, port) = (self.fab.clone(), GRPC_BASE + s as u16);
         std::thread::spawn(move || {
             crate::bmv2::enter_netns(&ns);
-            let deadline = Instant::now() + limit;
-            while Instant::now() < deadline {
-                if std::net::TcpStream::connect(("127.0.0.1", port)).is_ok() {
-                    return true;
-                }
-                std::thread::sleep(Duration::from_millis(100));
-            }
-            false
+            canary_testkit::wait_listening(port, limit)
         })
         .join()
         .unwrap_or(false)

@@ -178,25 +178,21 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     if needed.len() < links.len() {
         losses = estimate_losses(sub, &needed);
     }
-    // A link the others explain leaves the blames and every stage's snapshot.
-    let explained: Vec<u32> = links
-        .iter()
-        .copied()
-        .filter(|l| !needed.contains(l))
-        .collect();
     stage_of.retain(|(l, _)| needed.contains(l));
     // Our decision: a link whose loss, estimated from the raw counts, is below the noise floor
     // explains nothing the floor would not already call noise. CD can blame such a link when it
     // shares its only lossy segments with a faulty neighbour (seen on k = 12: eight links at
     // 2e-5..5e-4 beside links losing 0.5..0.9); it is not reported.
-    let (blamed, dropped): (Vec<Blame>, Vec<Blame>) = stage_of
+    let blamed: Vec<Blame> = stage_of
         .iter()
         .zip(losses)
         .map(|(&(link, stage), loss)| Blame { link, stage, loss })
-        .partition(|b| b.loss >= params.floor);
+        .filter(|b| b.loss >= params.floor)
+        .collect();
+    // A link the others explain, or below the floor, leaves every stage's snapshot too.
     for snap in &mut stages {
         snap.blamed_so_far
-            .retain(|l| !dropped.iter().any(|d| d.link == *l) && !explained.contains(l));
+            .retain(|l| blamed.iter().any(|b| b.link == *l));
     }
     Diagnosis { blamed, stages }
 }
