@@ -17,7 +17,9 @@ switch that took in more than it sent (a BMv2 falling behind). Every blamed link
   FALSE POSITIVE  nothing was lost there.
 For each injected fault it shows the frames its link carried and whether they could show it: a
 loss p drops none of n frames with probability (1-p)^n, so below n = ln(20)/p (about 3/p) a fault
-of that size cannot be told from a healthy link at 95 % confidence ("too little traffic").
+of that size cannot be told from a healthy link at 95 % confidence ("too little traffic"). A
+fault whose link lost no more of the generators' frames than the background (its dropper's drops
+were ARP or ND) left nothing to find.
 
 --check exits 1 unless every blamed link is injected or explained by measured loss, and every
 injected fault with enough traffic is blamed. --json writes this verdict as a document.
@@ -199,6 +201,13 @@ def main():
             starved.append(link)
             fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
                     f"{math.ceil(enough(loss))} to show)")
+        elif link not in final and math.isinf(need):
+            # The dropper's count includes ARP and ND; the kernel counters at the link's two
+            # ends say what it did to the generators' frames, which are all Canary counts.
+            starved.append(link)
+            fin += (f"  (nothing to find: it lost {lost_here} of the generators' {carried} "
+                    f"frames, no more than a healthy link's background; its dropper's drops "
+                    f"were other frames)")
         elif link not in final and n_counted < need:
             starved.append(link)
             fin += (f"  (too little evidence: it really lost {really:.2%}; no segment of "

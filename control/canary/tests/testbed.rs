@@ -370,6 +370,56 @@ fn score(dir: &Path) -> (String, serde_json::Value, bool) {
     (said, v, check.status.success())
 }
 
+/// `score.py --check` on documents written here (no fabric): a run with one 1 % fault on
+/// agg0_0->core1, never blamed, whose link lost `link_lost` of its 544 generator frames while
+/// Canary's one segment through it counted `seg_lost` of 1000 packets lost.
+fn score_written(link_lost: u64, seg_lost: u64) -> (String, serde_json::Value, bool) {
+    let dir = tempfile::tempdir().unwrap();
+    let run = serde_json::json!({
+        "faults": [{"link": ["agg0_0", "core1"], "loss": 0.01}],
+        "epochs": [{"epoch": 1, "blamed": [], "segments_total": 100}],
+        "summary": {
+            "blamed": [], "precision": 1.0, "recall": 0.0, "f1": 0.0,
+            "tp": 0, "fp": 0, "fn": 1,
+            "coverage": [{"segment": ["edge0_0", "agg0_0", "core1", "agg2_0"],
+                          "sent": 1000, "lost": seg_lost}],
+        },
+    });
+    let acct = serde_json::json!({
+        "links": {"agg0_0->core1": {"sent": 544, "received": 544 - link_lost,
+                                    "lost": link_lost, "injected": 5}},
+        "switches": {},
+        "load_max": 1.0, "cpus": 2,
+    });
+    std::fs::create_dir_all(dir.path().join("logs")).unwrap();
+    std::fs::write(dir.path().join("run.json"), run.to_string()).unwrap();
+    std::fs::write(dir.path().join("logs/accounting.json"), acct.to_string()).unwrap();
+    score(dir.path())
+}
+
+/// A fault whose dropper dropped only ARP and ND frames left Canary nothing to find: the check
+/// says so and passes (CI once crashed here on an infinite packet count). The same fault with
+/// real loss that Canary's own segment counted is still a miss.
+#[test]
+fn score_tells_a_fault_that_lost_nothing_from_a_miss() {
+    let (said, v, passed) = score_written(0, 0);
+    assert!(passed, "{said}");
+    assert!(
+        said.contains("nothing to find: it lost 0 of the generators' 544"),
+        "{said}"
+    );
+    assert_eq!(v["missed"], serde_json::json!([]), "{said}");
+    assert_eq!(
+        v["too_little_traffic"],
+        serde_json::json!(["agg0_0->core1"]),
+        "{said}"
+    );
+
+    let (said, v, passed) = score_written(60, 100);
+    assert!(!passed, "{said}");
+    assert_eq!(v["missed"], serde_json::json!(["agg0_0->core1"]), "{said}");
+}
+
 /// 20 % loss on half of the flows through one link (`flows: 0.5`; testbed/dropper.py hashes
 /// each frame's 5-tuple): the link loses about half the rate, nothing else loses anything on a
 /// link, and Canary blames the link and nothing unexplained. About 30 s.
