@@ -63,7 +63,7 @@ def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
     ln(segments / false_alarms) over the divergence KL(loss || p0) per packet
     (canary_core::decide::lossy_in_total)."""
     p0 = background_of(links, background)
-    if not p0 < loss < 1:
+    if not p0 < loss <= 1:
         return float("inf")
     return threshold(segments, false_alarms) / kl(loss, p0)
 
@@ -201,7 +201,7 @@ def main():
             starved.append(link)
             fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
                     f"{math.ceil(enough(loss))} to show)")
-        elif link not in final and math.isinf(need):
+        elif link not in final and really <= background_of(2):
             # The dropper's count includes ARP and ND; the kernel counters at the link's two
             # ends say what it did to the generators' frames, which are all Canary counts.
             starved.append(link)
