@@ -49,6 +49,37 @@ fn missing() -> Option<String> {
     None
 }
 
+/// A test's run directory (the testbed's logs, the run's JSON), removed when the test passes
+/// and kept when it fails, so that a failure in CI leaves its evidence on the machine.
+struct RunDir(tempfile::TempDir);
+
+impl RunDir {
+    fn new() -> Self {
+        RunDir(
+            tempfile::Builder::new()
+                .prefix("canary-testbed-")
+                .tempdir()
+                .unwrap(),
+        )
+    }
+
+    fn path(&self) -> &Path {
+        self.0.path()
+    }
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.disable_cleanup(true);
+            eprintln!(
+                "testbed: the failed test's run kept in {}",
+                self.0.path().display()
+            );
+        }
+    }
+}
+
 struct Run {
     status: std::process::ExitStatus,
     stderr: String,
@@ -201,7 +232,7 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
         skip(&m);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = RunDir::new();
     let root = repo_root();
     let topo = root.join("topologies/line2.yaml");
     let faults = root.join("testbed/faults/line2-10pct.yaml");
@@ -285,7 +316,7 @@ fn fattree4_every_drop_is_accounted_for_and_every_blame_explained() {
         skip(&m);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = RunDir::new();
     let root = repo_root();
     let faults = root.join("testbed/faults/k4-two-faults.yaml");
     let r = run_fattree4(&faults, 8, dir.path());
@@ -429,7 +460,7 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
         skip(&m);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = RunDir::new();
     let faults = repo_root().join("testbed/faults/k4-half-the-flows.yaml");
     let r = run_fattree4(&faults, 10, dir.path());
     assert_eq!(r.json["faults"][0]["flows"], 0.5, "{}", r.json["faults"]);
@@ -605,7 +636,7 @@ fn fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared() {
         skip(&m);
         return;
     }
-    let dir = tempfile::tempdir().unwrap();
+    let dir = RunDir::new();
     let faults = repo_root().join("testbed/faults/k4-from-5-until-15.yaml");
     let r = run_fattree4(&faults, 25, dir.path());
     // The fabric turned the dropper on and off in the epochs the file names.
