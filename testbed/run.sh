@@ -247,7 +247,8 @@ sed 's/^/  /' "$state/fabric.log" >&2
 # a 300 ms drain (BMv2 under load holds packets longer than the 50 ms default), n' = 2 (used only
 # with `-- --decision floor`: a segment must lose packets in two epochs of the window, so
 # single-packet artifacts stay out; the default sequential decision weighs them by itself), and
-# eta = 8 (flows are selected sooner at these low rates).
+# eta = 8 (flows are selected sooner at these low rates). The report keeps every segment the
+# localizer weighed (--report-observations), so that any epoch's verdict can be replayed.
 for d in "--drain-ms 300" "--min-lossy-epochs 2" "--eta 8"; do
     flag=${d%% *}
     if [[ " ${extra[*]-} " != *" $flag "* && " ${extra[*]-} " != *" $flag="* ]]; then
@@ -256,7 +257,7 @@ for d in "--drain-ms 300" "--min-lossy-epochs 2" "--eta 8"; do
 done
 cmd=("$canary" run --topology "$topology" --target bmv2 --switches "$state/switches.yaml"
     --p4 "$state/p4" --epoch-ms "$epoch_ms" --epochs "$epochs" --report "$state/report.jsonl"
-    --json "$json" --faults "$faults_file" "${extra[@]}")
+    --json "$json" --faults "$faults_file" --report-observations "${extra[@]}")
 say "${cmd[*]}"
 setsid "${cmd[@]}" >"$state/canary.log" 2>&1 </dev/null &
 daemon_pid=$!

@@ -44,6 +44,11 @@ pub struct PipelineArgs {
     /// Unset: every segment every epoch.
     #[arg(long, value_name = "EPOCHS", value_parser = clap::value_parser!(u32).range(1..))]
     pub watch_rounds: Option<u32>,
+    /// Put every segment the localizer weighed into each epoch's JSON report (counts, and
+    /// whether each was a loss, background or set aside): enough to replay the epoch's
+    /// localization. About 100 bytes per observed segment and epoch.
+    #[arg(long)]
+    pub report_observations: bool,
     #[command(flatten)]
     pub decision: DecisionArgs,
 }

@@ -102,6 +102,7 @@ pub fn command(a: RunArgs) -> Result<()> {
         min_lossy_epochs: p.min_lossy_epochs,
         decision: p.decision.params()?,
         watch_dwell: p.watch_rounds,
+        report_observations: p.report_observations,
         bmv2: Bmv2Options {
             election_id: u128::from(a.election_id),
             attach: !a.role.is_empty(),

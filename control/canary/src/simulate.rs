@@ -107,6 +107,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
         watch_dwell: p.watch_rounds,
+        report_observations: p.report_observations,
         cluster: a.cluster.config()?,
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);

@@ -332,3 +332,83 @@ fn synthesized_meters_of_an_impossible_width_name_the_flag() {
     assert!(err.contains("--meter-width 1000"), "{err}");
     assert!(!err.contains("panicked"), "{err}");
 }
+
+/// `--report-observations` puts every segment the localizer weighed into each epoch's report,
+/// and they are enough to replay it: the localizer, given them and the topology, blames what
+/// the epoch blamed. Without the flag the report has none.
+#[test]
+fn reported_observations_replay_each_epochs_verdict() {
+    use canary_controller::controller::localizer_params;
+    use canary_core::decide::DecisionParams;
+    use canary_core::detect::Observations;
+    use canary_core::localize::{Canary, Localizer};
+    use canary_core::topo::{fattree::fattree, MonitorPlacement};
+
+    let dir = tempfile::tempdir().unwrap();
+    let faults = dir.path().join("faults.yaml");
+    std::fs::write(
+        &faults,
+        "faults:\n  - {link: [edge1_0, agg1_1], loss: 0.05, from_epoch: 2, until_epoch: 8}\n  \
+         - {link: [agg2_0, core0], loss: 0.3}\n",
+    )
+    .unwrap();
+    let faults = faults.to_str().unwrap();
+    let args = [
+        "simulate",
+        "--topology",
+        "fattree:4",
+        "--faults",
+        faults,
+        "--epochs",
+        "12",
+    ];
+    let plain = json_of(&args);
+    assert!(
+        plain["epochs"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .all(|e| e.get("observations").is_none()),
+        "observations without the flag"
+    );
+    let mut with: Vec<&str> = args.to_vec();
+    with.push("--report-observations");
+    let v = json_of(&with);
+
+    let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+    let canary = Canary {
+        params: localizer_params(5, false, 0.001, Some(DecisionParams::default())),
+    };
+    let mut blamed_epochs = 0;
+    for e in v["epochs"].as_array().unwrap() {
+        let obs: Observations = serde_json::from_value(e["observations"].clone())
+            .unwrap_or_else(|err| panic!("epoch {}: {err}", e["epoch"]));
+        // Epoch 0 counts nothing: its flows are selected at its end.
+        assert!(
+            e["epoch"] == 0 || !obs.segments.is_empty(),
+            "epoch {}: no segment",
+            e["epoch"]
+        );
+        let mut replayed: Vec<[String; 2]> = canary
+            .localize(&topo, &obs)
+            .blamed
+            .iter()
+            .map(|b| topo.link_names(b.link).map(str::to_string))
+            .collect();
+        replayed.sort();
+        let mut reported: Vec<[String; 2]> = serde_json::from_value(serde_json::Value::Array(
+            e["blamed"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|b| b["link"].clone())
+                .collect(),
+        ))
+        .unwrap();
+        reported.sort();
+        assert_eq!(replayed, reported, "epoch {}", e["epoch"]);
+        blamed_epochs += usize::from(!reported.is_empty());
+    }
+    // The replay was of real verdicts, not of empty ones.
+    assert!(blamed_epochs >= 8, "{blamed_epochs} epochs blamed anything");
+}

@@ -288,6 +288,7 @@ impl Controller {
             incomplete,
             watch: self.watch_report(),
             cluster: self.cluster.as_ref().map(|c| c.epoch_report()),
+            observations: self.cfg.report_observations.then_some(obs),
         };
         if let Some(c) = &mut self.cluster {
             c.report(&report).await;

@@ -76,6 +76,8 @@ pub struct RunOptions {
     pub decision: Option<DecisionParams>,
     /// Watch segments in rounds of this many epochs when the switches cannot count them all.
     pub watch_dwell: Option<u32>,
+    /// Every segment the localizer weighed, in each epoch's report.
+    pub report_observations: bool,
     pub bmv2: Bmv2Options,
     pub tofino: TofinoOptions,
     /// A switch whose harvest takes longer is left out of the epoch.
@@ -284,6 +286,7 @@ fn controller_config(opts: &RunOptions) -> ControllerConfig {
         selection: opts.selection,
         canary: localizer_params(opts.groups, false, opts.floor, opts.decision),
         watch_dwell: opts.watch_dwell,
+        report_observations: opts.report_observations,
     }
 }
 

@@ -73,6 +73,11 @@ pub struct EpochReport {
     /// The epoch's work ran on a cluster's workers: what it waited for there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterReport>,
+    /// Every segment the localizer weighed, as it weighed it (`--report-observations`): its
+    /// counts, whether they were a loss, background, or set aside. Given to the localizer with
+    /// the topology, they give this epoch's `blamed` again.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observations: Option<canary_core::detect::Observations>,
 }
 
 /// An epoch's stages on the cluster (`canary run --cluster`, `canary worker`).
@@ -142,6 +147,7 @@ impl EpochReport {
             incomplete: Some(why),
             watch: None,
             cluster: None,
+            observations: None,
         }
     }
 }

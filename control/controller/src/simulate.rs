@@ -44,6 +44,8 @@ pub struct SimulateOptions {
     pub pathbf: PathBfParams,
     /// Watch segments in rounds of this many epochs when the switches cannot count them all.
     pub watch_dwell: Option<u32>,
+    /// Every segment the localizer weighed, in each epoch's report.
+    pub report_observations: bool,
     /// Run decoding, joins and localization on a cluster's workers.
     pub cluster: Option<(ClusterConfig, Parts)>,
 }
@@ -71,6 +73,7 @@ impl Default for SimulateOptions {
             mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
             ipv6_share: 0.0,
             pathbf: PathBfParams::default(),
+            report_observations: false,
             cluster: None,
         }
     }
@@ -175,6 +178,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         },
         canary,
         watch_dwell: opts.watch_dwell,
+        report_observations: opts.report_observations,
     };
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
     let rt = tokio::runtime::Builder::new_current_thread()

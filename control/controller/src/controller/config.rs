@@ -24,6 +24,9 @@ pub struct ControllerConfig {
     /// watch the segments in rounds of `d` epochs (`canary_core::schedule`) and localize from
     /// each segment's latest watch. `None`: every segment every epoch.
     pub watch_dwell: Option<u32>,
+    /// Put every segment the localizer weighed into each epoch's report
+    /// ([`crate::report::EpochReport::observations`]): enough to replay its verdict.
+    pub report_observations: bool,
 }
 
 impl Default for ControllerConfig {
@@ -37,6 +40,7 @@ impl Default for ControllerConfig {
             selection: SelectionParams::default(),
             canary: CanaryParams::default(),
             watch_dwell: None,
+            report_observations: false,
         }
     }
 }
