@@ -396,15 +396,12 @@ fn reported_observations_replay_each_epochs_verdict() {
             .map(|b| topo.link_names(b.link).map(str::to_string))
             .collect();
         replayed.sort();
-        let mut reported: Vec<[String; 2]> = serde_json::from_value(serde_json::Value::Array(
-            e["blamed"]
-                .as_array()
-                .unwrap()
-                .iter()
-                .map(|b| b["link"].clone())
-                .collect(),
-        ))
-        .unwrap();
+        let mut reported: Vec<[String; 2]> = e["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_value(b["link"].clone()).unwrap())
+            .collect();
         reported.sort();
         assert_eq!(replayed, reported, "epoch {}", e["epoch"]);
         blamed_epochs += usize::from(!reported.is_empty());
