@@ -179,6 +179,7 @@ impl Controller {
                 )
             });
         }
+        det.drop_entries(&self.selector.take_half_counted());
         self.adapt_drain(&det);
         // Packets lost while a switch was down or being configured are no link's fault.
         let before_skip = det.segments.len();
@@ -276,6 +277,12 @@ impl Controller {
             anomalies: det.anomalies,
             unreachable,
             disturbed: self.switch_events(&events),
+            out_of_service: fabric
+                .out_of_service()
+                .into_iter()
+                .map(|l| self.topo.link_names(l).map(str::to_string))
+                .collect(),
+            flows_vanished: det.vanished,
             segments_skipped,
             drain_ms: ms(drain),
             tables_full: self.tables_full(),
@@ -299,11 +306,15 @@ impl Controller {
         report
     }
 
-    async fn apply<F: Fabric>(&self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
+    async fn apply<F: Fabric>(&mut self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
         if ops.is_empty() {
             return;
         }
         let failed = fabric.apply(ops).await;
+        if !failed.is_empty() {
+            let ops: Vec<RuleOp> = failed.iter().map(|(op, _)| op.clone()).collect();
+            self.selector.on_failed(&ops);
+        }
         for (op, e) in &failed {
             tracing::warn!(
                 switch = self.topo.name_of(op.switch()),

@@ -53,6 +53,14 @@ pub struct EpochReport {
     /// them are left out of detection for the epoch: an outage is not link loss.
     #[serde(default)]
     pub disturbed: Vec<SwitchEvent>,
+    /// Directed links the fabric's own control has out of service (out of every ECMP group):
+    /// their flows moved elsewhere; not a fault, and nothing is blamed for the move.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub out_of_service: Vec<[String; 2]>,
+    /// Monitored flows counted upstream of which no packet reached the monitor downstream: all
+    /// their packets are counted as lost on their segment (absence is evidence).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub flows_vanished: u64,
     #[serde(default)]
     pub segments_skipped: usize,
     /// The wait between this epoch's flip and its harvest (raised while packets arrive late).
@@ -140,6 +148,8 @@ impl EpochReport {
             anomalies: Anomalies::default(),
             unreachable: vec![],
             disturbed: vec![],
+            out_of_service: Vec::new(),
+            flows_vanished: 0,
             segments_skipped: 0,
             drain_ms: 0.0,
             tables_full: vec![],
@@ -283,4 +293,8 @@ pub struct FaultTimingReport {
     pub repair: Option<u64>,
     pub detected: Option<u64>,
     pub cleared: Option<u64>,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }

@@ -70,6 +70,22 @@ pub fn prepare(mut topo: Topology, params: PathBfParams) -> Result<Prepared> {
 /// * any of these with `@R` (every fault drops R) or `@LO..HI` (each draws from U(LO, HI));
 /// * `none`, or a YAML fault file.
 pub fn load_faults(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Vec<Fault>> {
+    Ok(load_fault_plan(spec, topo, rng)?.0)
+}
+
+/// [`load_faults`], and the links a fault file takes out of service (`out_of_service: true`),
+/// which only the simulator can enact: `load_faults` leaves them out.
+pub fn load_fault_plan(
+    spec: &str,
+    topo: &Topology,
+    rng: &mut impl Rng,
+) -> Result<(Vec<Fault>, Vec<Fault>)> {
+    Ok(fault::split_out_of_service(load_every_entry(
+        spec, topo, rng,
+    )?))
+}
+
+fn load_every_entry(spec: &str, topo: &Topology, rng: &mut impl Rng) -> Result<Vec<Fault>> {
     let (body, rates) = match spec.split_once('@') {
         Some((b, r)) => (b, parse_rates(spec, r)?),
         None => (spec, fault::Rates::PaperMix),

@@ -6,9 +6,9 @@ use crate::cluster::{ClusterConfig, ClusterStages};
 use crate::controller::{localizer_params, Controller, ControllerConfig};
 use crate::error::{Error, Result};
 use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
-use crate::setup::{load_faults, load_topology, prepare};
+use crate::setup::{load_fault_plan, load_topology, prepare};
 use canary_core::decide::DecisionParams;
-use canary_core::fault::{background, link_losses, with_faults, Fault};
+use canary_core::fault::{background, link_losses, out_of_service_at, with_faults, Fault};
 use canary_core::localize::Localizer;
 use canary_core::pathbf::PathBfParams;
 use canary_core::score::{as_scored, over_time, Score};
@@ -153,7 +153,7 @@ pub struct FullRun {
 pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) -> Result<FullRun> {
     let topo = load_topology(&opts.topology, opts.monitors)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
-    let faults = load_faults(&opts.faults, &topo, &mut rng)?;
+    let (faults, maintenance) = load_fault_plan(&opts.faults, &topo, &mut rng)?;
     let bg = background(&topo, opts.noise, &mut rng);
     let loss = with_faults(&bg, &faults);
     let prep = prepare(topo, opts.pathbf)?;
@@ -194,6 +194,8 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         for e in 0..opts.epochs {
             // The faults as the schedule has them in this epoch (and their share of flows).
             fabric.set_losses(&link_losses(&bg, &faults, u64::from(e)));
+            // Links the fabric's own control takes out of service: routes move, nothing drops.
+            fabric.set_out_of_service(&out_of_service_at(&maintenance, u64::from(e)));
             let r = ctl.run_epoch(&mut fabric).await;
             on_epoch(&r);
             epochs.push(r);

@@ -162,9 +162,40 @@ pub struct EpochDetection {
     /// or DSM side): packets of the epoch were in flight longer than the drain.
     #[serde(default)]
     pub torn_at: BTreeMap<SwitchIx, u64>,
+    /// Flows expected downstream that never arrived: each entry charges everything its USM
+    /// counted to its segment as lost (counted in `entries` too).
+    #[serde(default)]
+    pub vanished: u64,
 }
 
 impl EpochDetection {
+    /// Leaves out the entries of `skip` (flow, segment) pairs, and their packets from their
+    /// segments' counts: counts that measure something else than loss.
+    pub fn drop_entries(&mut self, skip: &std::collections::HashSet<(FlowId, SegmentId)>) {
+        if skip.is_empty() {
+            return;
+        }
+        let parts = std::mem::take(&mut self.entries).into_parts();
+        let mut kept = Vec::with_capacity(parts.len());
+        for part in parts {
+            let (out, keep): (Vec<MmEntry>, Vec<MmEntry>) = part
+                .into_iter()
+                .partition(|e| skip.contains(&(e.flow, e.segment)));
+            for e in out {
+                if let Some(c) = self.segments.get_mut(&e.segment) {
+                    c.sent -= e.sent.min(c.sent);
+                    c.lost -= e.lost.min(c.lost);
+                    c.flows = c.flows.saturating_sub(1);
+                    if c.flows == 0 {
+                        self.segments.remove(&e.segment);
+                    }
+                }
+            }
+            kept.push(keep);
+        }
+        self.entries = MmEntries::from_parts(kept);
+    }
+
     pub fn packets(&self) -> u64 {
         self.segments.values().map(|c| c.sent).sum()
     }
@@ -183,8 +214,8 @@ impl EpochDetection {
 mod join;
 mod records;
 
-pub use join::{join, minus_meters, partition_of};
-pub use records::{DsmEntry, SwitchRecords, UsmEntry};
+pub use join::{expected_by_downstream, join, minus_meters, minus_meters_expecting, partition_of};
+pub use records::{vanished, DsmEntry, Expected, SwitchRecords, UsmEntry};
 
 /// A segment's counts over a window of epochs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -329,3 +360,5 @@ pub fn observed(
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_absence;

@@ -201,6 +201,17 @@ pub trait Fabric {
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         Vec::new()
     }
+    /// Switches whose forwarding (routes, ECMP groups) the fabric's own control changed since
+    /// the last call: flows crossing them may have moved to other segments, so their absence
+    /// from a monitor they no longer reach is not loss until they are seen on their way again.
+    async fn take_forwarding_changes(&mut self) -> Vec<SwitchIx> {
+        Vec::new()
+    }
+    /// Directed links the fabric's own control has taken out of service (out of every ECMP
+    /// group), now: what the report says instead of blaming them.
+    fn out_of_service(&self) -> Vec<crate::topo::LinkIx> {
+        Vec::new()
+    }
     /// What an earlier controller left on the switches, found when this fabric connected: the
     /// controller resumes from it instead of starting from nothing. Taken once.
     fn take_resumed(&mut self) -> Option<Resumed> {

@@ -80,6 +80,9 @@ struct Monitored {
     downstream: SwitchIx,
     path_bf: u32,
     idle_epochs: u32,
+    /// Its DSM has counted it on this segment since its rules were installed and the
+    /// forwarding last changed on its way: its absence downstream is loss ([`FlowSelector::expected`]).
+    verified: bool,
 }
 
 /// What selection did in one epoch.
@@ -125,7 +128,14 @@ pub struct FlowSelector {
     eta_when_left: HashMap<SegmentId, u32>,
     /// Flows a segment had when its round ended (flow, pathBF), installed again when its next
     /// round begins: finding flows through HH reports takes an epoch a round cannot spare.
-    parked: HashMap<SegmentId, Vec<(FlowId, u32)>>,
+    parked: HashMap<SegmentId, Vec<(FlowId, u32, bool)>>,
+    /// Switches whose forwarding changed during the epoch being harvested (taken by the next
+    /// [`FlowSelector::on_epoch`]).
+    unsettled: HashSet<SwitchIx>,
+    /// (flow, segment) pairs whose DSM rule was asked for while the flow's USM rule upstream
+    /// already counted (it serves another segment): their first epoch's counts disagree by the
+    /// packets sent before the DSM rule was in ([`FlowSelector::take_half_counted`]).
+    half_counted: HashSet<(FlowId, SegmentId)>,
     pub stats: SelectionStats,
 }
 
@@ -150,6 +160,8 @@ impl FlowSelector {
             watching: None,
             eta_when_left: HashMap::new(),
             parked: HashMap::new(),
+            unsettled: HashSet::new(),
+            half_counted: HashSet::new(),
             stats: SelectionStats::default(),
         }
     }
@@ -196,6 +208,7 @@ impl FlowSelector {
                 .unwrap_or(0.0)
         };
         decoded.sort_by(|a, b| short(&b.1).total_cmp(&short(&a.1)));
+        self.moved_by_reports(&decoded, segments);
         for (r, seg) in decoded {
             self.stats.reports += 1;
             let Some(seg) = seg else {
@@ -208,7 +221,7 @@ impl FlowSelector {
                 self.stats.reports_ignored += 1;
                 continue;
             }
-            if !self.start_monitoring(segments, seg, r.flow, r.path_bf, &mut ops) {
+            if !self.start_monitoring(segments, seg, r.flow, r.path_bf, false, &mut ops) {
                 continue;
             }
             let s = segments.get(seg);
@@ -241,6 +254,7 @@ impl FlowSelector {
         let mut ops = self.unwatched_hh_rules(segments, codec);
         let seen: HashSet<(FlowId, SegmentId)> =
             det.entries.iter().map(|e| (e.flow, e.segment)).collect();
+        self.verify(det, segments);
         let mut retired = Vec::new();
         let mut round_over = Vec::new();
         let watching = self.watching.take();
@@ -249,7 +263,7 @@ impl FlowSelector {
             if !is_watched(key.1) {
                 // Its round is over: its rules make room for the next round's flows.
                 retired.push(key);
-                round_over.push((key.1, key.0, m.path_bf));
+                round_over.push((key.1, key.0, m.path_bf, m.verified));
             } else if seen.contains(&key) {
                 m.idle_epochs = 0;
             } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
@@ -296,11 +310,16 @@ impl FlowSelector {
         seg: SegmentId,
         flow: FlowId,
         path_bf: u32,
+        verified: bool,
         ops: &mut Vec<RuleOp>,
     ) -> bool {
         let s = segments.get(seg);
         let (upstream, downstream) = (s.upstream(), s.downstream());
         let new_usm = !self.usm_users.contains_key(&(upstream, flow));
+        if !new_usm {
+            // Its USM counts the whole epoch, its new DSM rule only from the install on.
+            self.half_counted.insert((flow, seg));
+        }
         if !self.room(downstream, DSM) || (new_usm && !self.room(upstream, USM)) {
             self.stats.refused_full += 1;
             return false;
@@ -328,6 +347,7 @@ impl FlowSelector {
                 downstream,
                 path_bf,
                 idle_epochs: 0,
+                verified,
             },
         );
         *self.per_segment.entry(seg).or_default() += 1;
@@ -351,6 +371,7 @@ impl FlowSelector {
     }
 }
 
+mod absence;
 mod ask;
 mod capacity;
 mod recovery;

@@ -9,7 +9,7 @@ use canary_controller::cluster::wire::{self, WireSnapshot};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
 use canary_core::detect::{join, observations, DsmEntry, SwitchRecords, UsmEntry, WindowCount};
-use canary_core::fault::{background, with_faults};
+use canary_core::fault::{background, with_faults, LinkLoss};
 use canary_core::localize::Canary;
 use canary_core::schedule::{WatchBudget, WatchPlan};
 use canary_core::topo::MonitorPlacement;
@@ -81,7 +81,7 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
         topo,
         segments,
         codec,
-        &loss,
+        &LinkLoss::on_every_flow(&loss),
         &synth,
         capacity.meter,
         watched,

@@ -9,13 +9,14 @@
 //! minus meters, the evidence update, success probabilities and Canary.
 //!
 //! What stands in for the switches: each watched segment counts β fresh flows of α/β packets
-//! (flow selection is assumed to have found them), drawn through the links' loss rates; a fault
-//! on a share of flows drops at its rate × share on every flow.
+//! (flow selection is assumed to have found them, and seen them arrive), drawn through the
+//! links' loss rates; a fault on a share of flows drops only those flows' packets, and a flow
+//! that lost every packet is charged to its segment (absence is loss).
 
 use crate::{Error, Result};
 use canary_controller::setup::{load_faults, load_topology, prepare};
 use canary_core::capacity::Capacity;
-use canary_core::detect::minus_meters;
+use canary_core::detect::minus_meters_expecting;
 use canary_core::fault::{active_links, background, link_losses, Fault};
 use canary_core::localize::{Canary, CanaryParams, Localizer};
 use canary_core::schedule::{EvidenceAge, LastShown, WatchBudget, WatchPlan};
@@ -178,10 +179,7 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     let mut first_blamed: Vec<Option<u64>> = vec![None; faults.len()];
     for e in 0..u64::from(opts.epochs) {
-        let loss: Vec<f64> = link_losses(&bg, &faults, e)
-            .iter()
-            .map(|l| l.p * l.flows)
-            .collect();
+        let loss = link_losses(&bg, &faults, e);
         let watched = plan.watched_at(e);
         let synth = synth_watched(
             topo,
@@ -200,7 +198,7 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
         })?;
 
         let t = Instant::now();
-        let det = minus_meters(segments, codec, &synth.snapshots);
+        let det = minus_meters_expecting(segments, codec, &synth.snapshots, &synth.expected);
         let minus_meters_ms = t.elapsed().as_secs_f64() * 1e3;
         let obs = shown.observe(e, &det.segments, segments, 1);
         let detect_ms = t.elapsed().as_secs_f64() * 1e3;

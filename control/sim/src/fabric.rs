@@ -8,6 +8,7 @@ mod batch;
 mod control;
 mod hosts;
 mod links;
+mod maintenance;
 mod queue;
 mod run;
 mod switches;
@@ -99,6 +100,10 @@ pub struct SimFabric {
     gens: Generations,
     now: u64,
     pub stats: SimStats,
+    /// Directed links out of service now ([`SimFabric::set_out_of_service`]), and the switches
+    /// whose forwarding changed since the controller last asked.
+    out_of_service: Vec<canary_core::topo::LinkIx>,
+    forwarding_changed: Vec<SwitchIx>,
 }
 
 impl SimFabric {
@@ -184,6 +189,8 @@ impl SimFabric {
             gens,
             now: 0,
             stats: SimStats::default(),
+            out_of_service: Vec::new(),
+            forwarding_changed: Vec::new(),
         }
     }
 

@@ -16,7 +16,9 @@
 //! at harvest time, parity skew, flows crossing several segments (each segment's flows are its
 //! own).
 
+use canary_core::detect::Expected;
 use canary_core::fabric::{MeterSnapshot, Parity};
+use canary_core::fault::{hits_flow, LinkLoss};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, SketchConfigError, Usm};
 use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
@@ -61,6 +63,9 @@ pub struct SynthEpoch {
     pub flows: u64,
     pub sent: u64,
     pub delivered: u64,
+    /// Every synthesized flow on its segment: the flows flow selection would have found and
+    /// seen arrive, whose absence downstream is loss.
+    pub expected: Vec<Expected>,
 }
 
 /// The meter shape for `busiest` flows per meter.
@@ -84,8 +89,8 @@ pub fn busiest_meter_flows(topo: &Topology, segments: &Segments, flows_per_segme
     up.iter().chain(&down).copied().max().unwrap_or(0) * flows_per_segment as usize
 }
 
-/// Fills a USM and a DSM per monitor for one epoch. `loss[l]` is the drop probability of directed
-/// link `l`.
+/// Fills a USM and a DSM per monitor for one epoch. `loss[l]` is what directed link `l` drops:
+/// its probability, on the share of flows [`hits_flow`] picks.
 ///
 /// # Errors
 /// When the busiest meter needs a width the data plane cannot realise (see [`MeterConfig`]).
@@ -93,7 +98,7 @@ pub fn synth_epoch(
     topo: &Topology,
     segments: &Segments,
     codec: &PathBfCodec,
-    loss: &[f64],
+    loss: &[LinkLoss],
     cfg: &SynthConfig,
     rng: &mut impl Rng,
 ) -> Result<SynthEpoch, SketchConfigError> {
@@ -116,7 +121,7 @@ pub fn synth_watched(
     topo: &Topology,
     segments: &Segments,
     codec: &PathBfCodec,
-    loss: &[f64],
+    loss: &[LinkLoss],
     cfg: &SynthConfig,
     meters: MeterConfig,
     watched: &[SegmentId],
@@ -144,10 +149,14 @@ pub fn synth_watched(
     let (mut flows, mut sent, mut delivered) = (0u64, 0u64, 0u64);
     let mut up_flows = vec![0usize; monitors.len()];
     let mut down_flows = vec![0usize; monitors.len()];
+    let p: Vec<f64> = loss.iter().map(|l| l.p).collect();
+    let mut expected = Vec::new();
     for &i in watched {
         let i = i as usize;
         let seg = &segments.list[i];
-        let survive = seg.delivery(loss);
+        // A fault on a share of flows drops only those flows' packets.
+        let by_flow = seg.links.iter().any(|&l| loss[l as usize].flows < 1.0);
+        let survive = seg.delivery(&p);
         let draw = Binomial::new(per_flow, survive.clamp(0.0, 1.0)).expect("p in [0, 1]");
         let (u, d) = (
             slot[seg.upstream() as usize],
@@ -165,7 +174,29 @@ pub fn synth_watched(
                 rng.random_range(1024..=u16::MAX),
             );
             let h = FlowHashes::of(&flow);
-            let got = draw.sample(rng);
+            let got = if by_flow {
+                let survive: f64 = seg
+                    .links
+                    .iter()
+                    .map(|&l| {
+                        let ll = loss[l as usize];
+                        if hits_flow(h.c32, l, ll.flows) {
+                            1.0 - ll.p
+                        } else {
+                            1.0
+                        }
+                    })
+                    .product();
+                Binomial::new(per_flow, survive.clamp(0.0, 1.0))
+                    .expect("p in [0, 1]")
+                    .sample(rng)
+            } else {
+                draw.sample(rng)
+            };
+            expected.push(Expected {
+                flow,
+                segment: i as SegmentId,
+            });
             usm[u].update_n(&flow, h, per_flow as u32);
             dsm[d].update_n(&flow, h, bf, got as u32);
             flows += 1;
@@ -191,6 +222,7 @@ pub fn synth_watched(
         flows,
         sent,
         delivered,
+        expected,
     })
 }
 
@@ -208,9 +240,9 @@ mod tests {
         let r = Routing::new(&t);
         let s = Segments::new(&t, &r);
         let c = PathBfCodec::new(&t, &s, Default::default()).unwrap();
-        let mut loss = vec![0.0; t.links.len()];
+        let mut loss = vec![LinkLoss { p: 0.0, flows: 1.0 }; t.links.len()];
         let bad = t.link_by_names("agg1_0", "core1").unwrap();
-        loss[bad as usize] = 0.2;
+        loss[bad as usize].p = 0.2;
         let e = synth_epoch(
             &t,
             &s,

@@ -56,7 +56,7 @@ impl Fixture {
             &self.prep.topo,
             &self.prep.segments,
             &self.prep.codec,
-            &self.loss,
+            &canary_core::fault::LinkLoss::on_every_flow(&self.loss),
             &SynthConfig {
                 width_factor,
                 ..Default::default()

@@ -8,7 +8,7 @@ use crate::controller::Controller;
 use crate::report::{ClusterReport, EpochReport};
 use async_nats::jetstream::consumer::{self, pull};
 use async_nats::jetstream::{self, Context};
-use canary_core::detect::{EpochDetection, MmEntries, Observations, ObservedSegment};
+use canary_core::detect::{EpochDetection, Expected, MmEntries, Observations, ObservedSegment};
 use canary_core::fabric::MeterSnapshot;
 use canary_core::localize::{Canary, CanaryParams, SubVerdict, Verdict};
 use canary_core::pathbf::{PathBfCodec, PathBfParams};
@@ -138,9 +138,13 @@ impl ClusterStages {
 
     /// One switch's harvest of this epoch, kept (without its empty buckets) until
     /// [`ClusterStages::detect`] sends it to its harvest partition.
-    pub fn harvested(&mut self, snap: &MeterSnapshot) {
+    /// Takes one switch's harvest for its harvest partition, with the flows `expected` there
+    /// (their absence is loss: `SwitchRecords::decode_expecting`).
+    pub fn harvested(&mut self, snap: &MeterSnapshot, expected: &[Expected]) {
         let h = snap.switch % self.parts.harvest;
-        self.regs[h as usize].push(WireSnapshot::of(snap));
+        let mut w = WireSnapshot::of(snap);
+        w.expected = expected.to_vec();
+        self.regs[h as usize].push(w);
     }
 
     /// The switches harvested this epoch so far.
@@ -370,6 +374,7 @@ fn merge_joins(parts: Vec<Joined>) -> EpochDetection {
         groups.extend(p.entries);
         det.segments.extend(p.segments);
         det.anomalies.add(&p.anomalies);
+        det.vanished += p.vanished;
         for (s, t) in p.torn_at {
             *det.torn_at.entry(s).or_default() += t;
         }

@@ -132,6 +132,8 @@ pub struct WireSnapshot {
     pub epoch: u64,
     pub usm: SparseMeter<canary_core::sketch::UsmBucket>,
     pub dsm: SparseMeter<canary_core::sketch::DsmBucket>,
+    /// The monitored flows expected at this switch (`SwitchRecords::decode_expecting`).
+    pub expected: Vec<canary_core::detect::Expected>,
 }
 
 impl WireSnapshot {
@@ -141,17 +143,23 @@ impl WireSnapshot {
             epoch: s.epoch,
             usm: SparseMeter::of(&s.usm),
             dsm: SparseMeter::of(&s.dsm),
+            expected: Vec::new(),
         }
     }
 
-    pub fn snapshot(self, subject: &str) -> Result<MeterSnapshot, ClusterError> {
-        Ok(MeterSnapshot {
+    /// The snapshot, and the flows expected at its switch.
+    pub fn snapshot(
+        self,
+        subject: &str,
+    ) -> Result<(MeterSnapshot, Vec<canary_core::detect::Expected>), ClusterError> {
+        let snap = MeterSnapshot {
             switch: self.switch,
             epoch: self.epoch,
             parity: Parity::of_epoch(self.epoch),
             usm: self.usm.meter(subject)?,
             dsm: self.dsm.meter(subject)?,
-        })
+        };
+        Ok((snap, self.expected))
     }
 }
 
@@ -186,6 +194,8 @@ pub struct Joined {
     pub segments: BTreeMap<SegmentId, SegmentCount>,
     pub anomalies: Anomalies,
     pub torn_at: BTreeMap<SwitchIx, u64>,
+    /// Of the entries, flows that never arrived.
+    pub vanished: u64,
 }
 
 /// `localize.<l>`: the observed segments of localizer partition `part`'s sub-problems.

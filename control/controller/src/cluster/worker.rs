@@ -204,14 +204,15 @@ async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
         };
         let mut out: Vec<Vec<SwitchRecords>> = vec![Vec::new(); parts as usize];
         for snap in regs.switches {
-            let snap = match snap.snapshot(&subject) {
+            let (snap, expected) = match snap.snapshot(&subject) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!("{e}: switch left out");
                     continue;
                 }
             };
-            let records = SwitchRecords::decode(&run.segments, &run.codec, &snap);
+            let records =
+                SwitchRecords::decode_expecting(&run.segments, &run.codec, &snap, &expected);
             for (j, part) in records.split(|s| partition_of(s, parts)) {
                 out[j as usize].push(part);
             }
@@ -303,6 +304,7 @@ async fn join_part(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> 
             segments: det.segments,
             anomalies: det.anomalies,
             torn_at: det.torn_at,
+            vanished: det.vanished,
         };
         publish(
             js,

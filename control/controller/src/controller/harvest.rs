@@ -2,7 +2,7 @@
 //! records as they arrive), and which switches' segments sit the epoch out.
 
 use super::Controller;
-use canary_core::detect::SwitchRecords;
+use canary_core::detect::{expected_by_downstream, SwitchRecords};
 use canary_core::fabric::{Fabric, SwitchError};
 use canary_core::topo::SwitchIx;
 use std::collections::{BTreeMap, HashSet};
@@ -52,14 +52,31 @@ impl Controller {
     ) -> Harvested {
         let mut records = Vec::new();
         let mut failed = Vec::new();
+        // Flows that moved are not expected where they were: forwarding changes first.
+        let moved: HashSet<SwitchIx> = fabric.take_forwarding_changes().await.into_iter().collect();
+        self.selector.forwarding_changed(&moved, &self.segments);
+        // Flows moved while this epoch (and perhaps the next) counted: what their old segments
+        // missed is not loss. Their segments sit both epochs out, as an outage's do.
+        for &s in &moved {
+            let why = "forwarding changed (the fabric moved flows): left out";
+            self.disturbed_now.insert(s, why);
+            self.disturbed_next.insert(s, why);
+        }
+        let expected = expected_by_downstream(&self.segments, &self.selector.expected());
+        let none = Vec::new();
         let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
         let cluster = &mut self.cluster;
         let skip = &*unreachable;
         fabric
             .harvest_each(finished, &mut |s, r| match r {
                 Ok(snap) if !skip.contains(&s) => match cluster {
-                    Some(c) => c.harvested(&snap),
-                    None => records.push(SwitchRecords::decode(segments, codec, &snap)),
+                    Some(c) => c.harvested(&snap, expected.get(&s).unwrap_or(&none)),
+                    None => records.push(SwitchRecords::decode_expecting(
+                        segments,
+                        codec,
+                        &snap,
+                        expected.get(&s).unwrap_or(&none),
+                    )),
                 },
                 Ok(_) => {}
                 Err(e) => {
@@ -105,6 +122,10 @@ impl Controller {
             events.entry(s).or_insert_with(|| why.into());
         }
         self.disturbed_now = std::mem::take(&mut self.disturbed_next);
+        // A switch that was down or configured again may hold other rules and routes than
+        // before: its flows are expected again once seen on their way.
+        let touched: HashSet<SwitchIx> = events.keys().copied().collect();
+        self.selector.forwarding_changed(&touched, &self.segments);
         events
     }
 }

@@ -100,6 +100,25 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             );
         }
     }
+    if !r.out_of_service.is_empty() {
+        let links: Vec<String> = r
+            .out_of_service
+            .iter()
+            .map(|[a, b]| format!("{a}→{b}"))
+            .collect();
+        let _ = writeln!(
+            s,
+            "  out of service (the fabric moved their flows; not a fault): {}",
+            links.join(", ")
+        );
+    }
+    if r.flows_vanished > 0 {
+        let _ = writeln!(
+            s,
+            "  {} monitored flows vanished on their way: every packet they sent counted as lost",
+            r.flows_vanished
+        );
+    }
     if r.segments_skipped > 0 {
         let _ = writeln!(
             s,

@@ -13,7 +13,7 @@
 //! all the join needs to see of an epoch. Each part is partitionable: decoding by switch, the
 //! join by upstream switch.
 
-use super::records::{DsmEntry, SwitchRecords};
+use super::records::{DsmEntry, Expected, SwitchRecords};
 use super::{Anomalies, EpochDetection, MmEntry, SegmentCount};
 use crate::fabric::MeterSnapshot;
 use crate::pathbf::PathBfCodec;
@@ -30,11 +30,42 @@ pub fn minus_meters(
     codec: &PathBfCodec,
     snapshots: &[MeterSnapshot],
 ) -> EpochDetection {
+    minus_meters_expecting(segments, codec, snapshots, &[])
+}
+
+/// [`minus_meters`], with the flows `expected` at their segments' downstream monitors: those
+/// the DSM proves never arrived lost everything their USM counted
+/// ([`SwitchRecords::decode_expecting`]).
+pub fn minus_meters_expecting(
+    segments: &Segments,
+    codec: &PathBfCodec,
+    snapshots: &[MeterSnapshot],
+    expected: &[Expected],
+) -> EpochDetection {
+    let by_switch = expected_by_downstream(segments, expected);
+    let none = Vec::new();
     let records: Vec<SwitchRecords> = snapshots
         .par_iter()
-        .map(|s| SwitchRecords::decode(segments, codec, s))
+        .map(|s| {
+            let here = by_switch.get(&s.switch).unwrap_or(&none);
+            SwitchRecords::decode_expecting(segments, codec, s, here)
+        })
         .collect();
     join(segments, &records)
+}
+
+/// The expected flows grouped by the monitor they are expected at.
+pub fn expected_by_downstream(
+    segments: &Segments,
+    expected: &[Expected],
+) -> FxHashMap<SwitchIx, Vec<Expected>> {
+    let mut by: FxHashMap<SwitchIx, Vec<Expected>> = FxHashMap::default();
+    for e in expected {
+        by.entry(segments.get(e.segment).downstream())
+            .or_default()
+            .push(*e);
+    }
+    by
 }
 
 /// The minus meters of one epoch from its records: the switches' own records, or any parts of
@@ -70,6 +101,7 @@ pub fn join(segments: &Segments, records: &[SwitchRecords]) -> EpochDetection {
     let mut dense = vec![SegmentCount::default(); segments.list.len()];
     for (r, l) in records.iter().filter(|r| r.answered).zip(&mut looked_up) {
         out.anomalies.add(&l.anomalies);
+        out.vanished += l.vanished;
         if l.anomalies.torn > 0 {
             *out.torn_at.entry(r.switch).or_default() += l.anomalies.torn;
         }
@@ -139,6 +171,8 @@ impl<'a> ByUpstream<'a> {
 struct LookedUp {
     entries: Vec<MmEntry>,
     anomalies: Anomalies,
+    /// Of `entries`, flows that never arrived.
+    vanished: u64,
 }
 
 /// Upstream switch `r.switch`'s USM counts for every DSM record addressed to it.
@@ -146,9 +180,13 @@ fn look_up(r: &SwitchRecords, pending: &[&DsmEntry]) -> LookedUp {
     let mut a = Anomalies::default();
     let usm: FxHashMap<FlowId, CleanLookup> = r.usm.iter().map(|u| (u.flow, u.lookup())).collect();
     let mut entries = Vec::with_capacity(pending.len());
+    let mut vanished = 0;
     for p in pending {
         let usm_count = match usm.get(&p.flow).copied().unwrap_or(CleanLookup::Missing) {
             CleanLookup::Count(c) => c,
+            // An expected flow that sent nothing (it ended) or whose USM buckets collided: no
+            // loss can be told, and no collision worth reporting downstream.
+            CleanLookup::Missing if p.vanished => continue,
             CleanLookup::Missing => {
                 a.no_clean_usm += 1;
                 continue;
@@ -163,6 +201,7 @@ fn look_up(r: &SwitchRecords, pending: &[&DsmEntry]) -> LookedUp {
             a.negative_loss += 1;
             continue;
         }
+        vanished += u64::from(p.vanished);
         entries.push(MmEntry {
             flow: p.flow,
             segment: p.segment,
@@ -173,6 +212,7 @@ fn look_up(r: &SwitchRecords, pending: &[&DsmEntry]) -> LookedUp {
     LookedUp {
         entries,
         anomalies: a,
+        vanished,
     }
 }
 

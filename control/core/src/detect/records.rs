@@ -6,7 +6,7 @@
 use super::Anomalies;
 use crate::fabric::MeterSnapshot;
 use crate::pathbf::{DecodedId, PathBfCodec};
-use crate::sketch::CleanLookup;
+use crate::sketch::{CleanLookup, FlowHashes};
 use crate::topo::{SegmentId, Segments, SwitchIx};
 use crate::FlowId;
 use serde::{Deserialize, Serialize};
@@ -19,6 +19,19 @@ pub struct DsmEntry {
     /// The segment's upstream monitor, whose USM holds the flow's sent count.
     pub upstream: SwitchIx,
     pub count: u32,
+    /// The flow was expected on this segment and the DSM proves none of its packets arrived
+    /// ([`SwitchRecords::decode_expecting`]): whatever its USM counted was lost on the way.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub vanished: bool,
+}
+
+/// A monitored flow the controller expects at its segment's downstream monitor: its rules were
+/// in place for the whole epoch and it was last seen arriving on this segment, on forwarding
+/// that has not changed since.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
+pub struct Expected {
+    pub flow: FlowId,
+    pub segment: SegmentId,
 }
 
 /// A flow with clean USM buckets: their count, or `torn` when they disagree (the meter was read
@@ -86,6 +99,7 @@ impl SwitchRecords {
                 segment,
                 upstream: segments.get(segment).upstream(),
                 count: rec.count,
+                vanished: false,
             });
         }
         let usm = snap
@@ -113,6 +127,24 @@ impl SwitchRecords {
             usm,
             anomalies: a,
         }
+    }
+
+    /// [`SwitchRecords::decode`], and for every flow `expected` here (on a segment into this
+    /// switch) that its DSM proves never arrived ([`Dsm::proves_absent`]), a record of 0
+    /// packets marked [`DsmEntry::vanished`]: the join charges what its USM counted to the
+    /// segment as lost. A flow whose buckets all turned dirty proves nothing and gives no
+    /// record, as a flow without a clean bucket never does.
+    ///
+    /// [`Dsm::proves_absent`]: crate::sketch::Dsm::proves_absent
+    pub fn decode_expecting(
+        segments: &Segments,
+        codec: &PathBfCodec,
+        snap: &MeterSnapshot,
+        expected: &[Expected],
+    ) -> Self {
+        let mut r = Self::decode(segments, codec, snap);
+        r.dsm.extend(vanished(segments, snap, expected));
+        r
     }
 
     /// The records as the join partitions need them, `part_of` naming the partition of a
@@ -156,4 +188,23 @@ impl SwitchRecords {
     pub fn is_empty(&self) -> bool {
         self.dsm.is_empty() && self.usm.is_empty()
     }
+}
+
+/// The records of the flows `expected` at `snap`'s switch that its DSM proves absent.
+pub fn vanished<'a>(
+    segments: &'a Segments,
+    snap: &'a MeterSnapshot,
+    expected: &'a [Expected],
+) -> impl Iterator<Item = DsmEntry> + 'a {
+    expected
+        .iter()
+        .filter(move |e| segments.get(e.segment).downstream() == snap.switch)
+        .filter(move |e| snap.dsm.proves_absent(&e.flow, FlowHashes::of(&e.flow)))
+        .map(move |e| DsmEntry {
+            flow: e.flow,
+            segment: e.segment,
+            upstream: segments.get(e.segment).upstream(),
+            count: 0,
+            vanished: true,
+        })
 }

@@ -17,7 +17,7 @@ struct FaultEntry {
     device: Option<String>,
     /// A device's ports, each named by the neighbour it leads to; default all.
     ports: Option<Vec<String>>,
-    loss: f64,
+    loss: Option<f64>,
     #[serde(default)]
     both_directions: bool,
     from_epoch: Option<u64>,
@@ -27,6 +27,9 @@ struct FaultEntry {
     flows: Option<f64>,
     #[serde(default)]
     corruption: bool,
+    /// The link is taken out of service (both directions), not faulty.
+    #[serde(default)]
+    out_of_service: bool,
 }
 
 /// A fault file that could not be used; the message names the file and the entry or line.
@@ -57,10 +60,31 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
     for (i, f) in parsed.faults.iter().enumerate() {
         let at = |field: &str| format!("faults[{i}].{field}");
         let (links, device) = targets(topo, f).map_err(|(field, msg)| err(at(&field), msg))?;
-        if !(0.0..=1.0).contains(&f.loss) || f.loss.is_nan() {
+        if f.out_of_service {
+            let both =
+                out_of_service(topo, f, &links).map_err(|(field, msg)| err(at(field), msg))?;
+            let when = when(f).map_err(|(field, msg)| err(at(field), msg))?;
+            out.extend(both.into_iter().map(|link| Fault {
+                link,
+                loss: 0.0,
+                when,
+                flows: 1.0,
+                device: None,
+                corruption: false,
+                out_of_service: true,
+            }));
+            continue;
+        }
+        let Some(loss) = f.loss else {
             return Err(err(
                 at("loss"),
-                format!("{} is not a probability in [0, 1]", f.loss),
+                "missing: a fault's per-packet loss in [0, 1] (or `out_of_service: true`)".into(),
+            ));
+        };
+        if !(0.0..=1.0).contains(&loss) || loss.is_nan() {
+            return Err(err(
+                at("loss"),
+                format!("{loss} is not a probability in [0, 1]"),
             ));
         }
         let when = when(f).map_err(|(field, msg)| err(at(field), msg))?;
@@ -74,7 +98,7 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
         for link in links {
             if out
                 .iter()
-                .any(|x| x.link == link && overlap(&x.when, &when))
+                .any(|x| !x.out_of_service && x.link == link && overlap(&x.when, &when))
             {
                 let [a, b] = topo.link_names(link);
                 return Err(err(
@@ -84,11 +108,12 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
             }
             out.push(Fault {
                 link,
-                loss: f.loss,
+                loss,
                 when,
                 flows,
                 device,
                 corruption: f.corruption,
+                out_of_service: false,
             });
         }
     }
@@ -173,6 +198,49 @@ fn targets(
             "missing: give `link: [FROM, TO]` or `device: NAME`".into(),
         )),
     }
+}
+
+/// An out-of-service entry's directed links (the physical link, both ways), or the field that
+/// does not belong in one.
+fn out_of_service(
+    topo: &Topology,
+    f: &FaultEntry,
+    links: &[LinkIx],
+) -> Result<Vec<LinkIx>, (&'static str, String)> {
+    let not = |field: &'static str| {
+        Err((
+            field,
+            "an out-of-service link drops nothing: leave it out".to_string(),
+        ))
+    };
+    if f.device.is_some() {
+        return Err((
+            "device",
+            "take links out of service one by one (`link: [FROM, TO]`)".into(),
+        ));
+    }
+    if f.loss.is_some() {
+        return not("loss");
+    }
+    if f.flows.is_some() {
+        return not("flows");
+    }
+    if f.corruption {
+        return not("corruption");
+    }
+    if f.period.is_some() || f.duty.is_some() {
+        return Err((
+            "period",
+            "a link goes out of service once: give from_epoch and until_epoch".into(),
+        ));
+    }
+    let mut both = links.to_vec();
+    for &l in links {
+        both.push(topo.reverse(l));
+    }
+    both.sort_unstable();
+    both.dedup();
+    Ok(both)
 }
 
 fn when(f: &FaultEntry) -> Result<When, (&'static str, String)> {

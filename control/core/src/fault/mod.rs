@@ -15,6 +15,7 @@
 //!   - {device: agg3_0, ports: [core0, edge3_1], loss: 0.02}
 //!   - {link: [edge1_0, agg1_1], loss: 0.1, flows: 0.25}
 //!   - {link: [edge2_0, agg2_0], loss: 0.01, corruption: true}
+//!   - {link: [agg0_1, core2], out_of_service: true, from_epoch: 6, until_epoch: 12}
 //! ```
 
 mod file;
@@ -46,6 +47,28 @@ pub struct Fault {
     /// meters see the same; the testbed drops them at the receiving interface instead.
     #[serde(default)]
     pub corruption: bool,
+    /// Not a fault: the fabric's own control takes the link out of service (out of every ECMP
+    /// group) in these epochs, and its flows move to other links. Drops nothing; nothing is to
+    /// blame for it ([`split_out_of_service`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub out_of_service: bool,
+}
+
+/// The entries of a fault file that drop packets, and those that take links out of service.
+pub fn split_out_of_service(all: Vec<Fault>) -> (Vec<Fault>, Vec<Fault>) {
+    all.into_iter().partition(|f| !f.out_of_service)
+}
+
+/// The directed links out of service in `epoch`.
+pub fn out_of_service_at(maintenance: &[Fault], epoch: u64) -> Vec<LinkIx> {
+    let mut out: Vec<LinkIx> = maintenance
+        .iter()
+        .filter(|f| f.out_of_service && f.active(epoch))
+        .map(|f| f.link)
+        .collect();
+    out.sort_unstable();
+    out.dedup();
+    out
 }
 
 fn all_flows() -> f64 {
@@ -62,6 +85,7 @@ impl Fault {
             flows: 1.0,
             device: None,
             corruption: false,
+            out_of_service: false,
         }
     }
 
@@ -127,6 +151,13 @@ impl When {
 pub struct LinkLoss {
     pub p: f64,
     pub flows: f64,
+}
+
+impl LinkLoss {
+    /// Links dropping with probability `p[l]` on every flow.
+    pub fn on_every_flow(p: &[f64]) -> Vec<LinkLoss> {
+        p.iter().map(|&p| LinkLoss { p, flows: 1.0 }).collect()
+    }
 }
 
 /// Whether a fault on `link` hitting the share `share` of flows hits the flow with hash `h`:

@@ -261,3 +261,49 @@ fn a_share_of_flows_is_hit_and_always_the_same_flows() {
         .count();
     assert!((4_500..5_500).contains(&same), "{same}");
 }
+
+#[test]
+fn a_link_out_of_service_is_both_directions_and_no_fault() {
+    let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+    let text = "faults:
+  - {link: [agg0_0, core0], loss: 0.1}
+  - {link: [agg0_0, core0], out_of_service: true, from_epoch: 3, until_epoch: 6}
+";
+    let all = parse("f.yaml", text, &t).unwrap();
+    let (faults, out) = split_out_of_service(all);
+    assert_eq!(faults.len(), 1);
+    assert!(!faults[0].out_of_service);
+    let l = t.link_by_names("agg0_0", "core0").unwrap();
+    let mut both = vec![l, t.reverse(l)];
+    both.sort_unstable();
+    assert_eq!(out_of_service_at(&out, 3), both);
+    assert!(out_of_service_at(&out, 2).is_empty());
+    assert!(out_of_service_at(&out, 6).is_empty());
+    // It drops nothing.
+    assert!(link_losses(&[0.0; 64], &out, 4).iter().all(|l| l.p == 0.0));
+    assert!(active_links(&out, 4).is_empty());
+}
+
+#[test]
+fn an_out_of_service_entry_with_a_loss_or_a_shape_is_refused_by_field() {
+    let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+    for (entry, field) in [
+        (
+            "{link: [agg0_0, core0], out_of_service: true, loss: 0.1}",
+            "faults[0].loss",
+        ),
+        (
+            "{link: [agg0_0, core0], out_of_service: true, flows: 0.5}",
+            "faults[0].flows",
+        ),
+        ("{device: agg0_0, out_of_service: true}", "faults[0].device"),
+        (
+            "{link: [agg0_0, core0], out_of_service: true, period: 4, duty: 0.5}",
+            "faults[0].period",
+        ),
+        ("{link: [agg0_0, core0]}", "faults[0].loss"),
+    ] {
+        let e = parse("f.yaml", &format!("faults:\n  - {entry}\n"), &t).unwrap_err();
+        assert_eq!(e.field, field, "{entry}: {e}");
+    }
+}

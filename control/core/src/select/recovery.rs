@@ -91,6 +91,7 @@ impl FlowSelector {
                     downstream: switch,
                     path_bf,
                     idle_epochs: 0,
+                    verified: false,
                 },
             );
             self.used(switch, DSM, 1);

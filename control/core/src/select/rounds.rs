@@ -21,12 +21,14 @@ impl FlowSelector {
     }
 
     /// Keeps up to β of the flows whose round ended, per segment, for its next round.
-    pub(super) fn park(&mut self, mut round_over: Vec<(SegmentId, FlowId, u32)>) {
+    /// A parked flow keeps whether it was verified: its path is known until the forwarding on
+    /// its way changes ([`FlowSelector::forwarding_changed`]).
+    pub(super) fn park(&mut self, mut round_over: Vec<(SegmentId, FlowId, u32, bool)>) {
         round_over.sort_unstable();
-        for (seg, flow, path_bf) in round_over {
+        for (seg, flow, path_bf, verified) in round_over {
             let parked = self.parked.entry(seg).or_default();
             if parked.len() < self.params.beta as usize {
-                parked.push((flow, path_bf));
+                parked.push((flow, path_bf, verified));
             }
         }
     }
@@ -44,8 +46,8 @@ impl FlowSelector {
         back.sort_unstable();
         let mut ops = Vec::new();
         for seg in back {
-            for (flow, path_bf) in self.parked.remove(&seg).expect("listed") {
-                self.start_monitoring(segments, seg, flow, path_bf, &mut ops);
+            for (flow, path_bf, verified) in self.parked.remove(&seg).expect("listed") {
+                self.start_monitoring(segments, seg, flow, path_bf, verified, &mut ops);
             }
         }
         ops

@@ -319,4 +319,5 @@ fn a_flow_whose_switch_did_not_answer_is_not_idle() {
     assert_eq!(sel.monitored(), 1);
 }
 
+mod absence;
 mod eta_and_rounds;

@@ -228,6 +228,31 @@ impl Topology {
         }
     }
 
+    /// The same fabric with the physical links of `out` (either direction named) removed: what
+    /// routing sees while they are out of service. Switches keep their indices; links are
+    /// renumbered, so look them up by their ends.
+    pub fn without_links(&self, out: &[LinkIx]) -> Result<Topology, TopologyError> {
+        let gone: std::collections::HashSet<(SwitchIx, SwitchIx)> = out
+            .iter()
+            .flat_map(|&l| {
+                let k = self.links[l as usize];
+                [(k.from, k.to), (k.to, k.from)]
+            })
+            .collect();
+        let undirected: Vec<(SwitchIx, SwitchIx)> = self
+            .links
+            .iter()
+            .filter(|k| k.from < k.to && !gone.contains(&(k.from, k.to)))
+            .map(|k| (k.from, k.to))
+            .collect();
+        Topology::new(
+            self.name.clone(),
+            self.switches.clone(),
+            self.hosts.clone(),
+            &undirected,
+        )
+    }
+
     pub fn switch(&self, name: &str) -> Option<SwitchIx> {
         self.by_name.get(name).copied()
     }

@@ -23,6 +23,17 @@ impl Fabric for SimFabric {
         self.cfg.capacity
     }
 
+    async fn take_forwarding_changes(&mut self) -> Vec<SwitchIx> {
+        let mut out = std::mem::take(&mut self.forwarding_changed);
+        out.sort_unstable();
+        out.dedup();
+        out
+    }
+
+    fn out_of_service(&self) -> Vec<canary_core::topo::LinkIx> {
+        self.out_of_service.clone()
+    }
+
     async fn set_epoch(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<()>)> {
         let mut out = Vec::new();
         for s in 0..self.net.switches.len() {

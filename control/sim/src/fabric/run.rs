@@ -17,7 +17,7 @@ use std::sync::mpsc;
 const BATCH: usize = 8192;
 
 impl SimFabric {
-    fn fixed(&self) -> Fixed<'_> {
+    pub(super) fn fixed(&self) -> Fixed<'_> {
         Fixed {
             topo: &self.topo,
             ports: &self.ports,
@@ -26,7 +26,7 @@ impl SimFabric {
     }
 
     /// The hosts' side takes the switches' forwarding and state as they are now.
-    fn sync_hosts(&mut self) {
+    pub(super) fn sync_hosts(&mut self) {
         for (s, sw) in self.net.switches.iter().enumerate() {
             self.hosts.routers[s] = sw.model.router();
             self.hosts.down[s] = sw.down;

@@ -205,3 +205,39 @@ fn a_train_is_dropped_as_its_packets_one_by_one() {
         }
     }
 }
+
+/// A link taken out of service: no flow's path crosses it any more, live flows moved, the
+/// switches whose routes changed are reported once, and putting it back restores the routes.
+#[test]
+fn a_link_out_of_service_carries_no_flow_and_its_switches_are_reported() {
+    let rt = tokio::runtime::Builder::new_current_thread()
+        .build()
+        .unwrap();
+    let mut sim = fabric(4);
+    sim.advance(std::time::Duration::from_millis(20));
+    let l = sim.topo.link_by_names("agg0_0", "core0").unwrap();
+    let back = sim.topo.reverse(l);
+    let crossing = |sim: &SimFabric| {
+        sim.hosts
+            .flows
+            .iter()
+            .filter(|f| f.live && (f.links.contains(&l) || f.links.contains(&back)))
+            .count()
+    };
+    assert!(crossing(&sim) > 0, "some live flow crosses agg0_0-core0");
+    let before = sim.forwarding.clone();
+    sim.set_out_of_service(&[l]);
+    assert_eq!(crossing(&sim), 0, "every live flow moved off it");
+    let changed = rt.block_on(sim.take_forwarding_changes());
+    let agg = sim.topo.switch("agg0_0").unwrap();
+    assert!(changed.contains(&agg), "{changed:?}");
+    assert!(rt.block_on(sim.take_forwarding_changes()).is_empty());
+    let mut both = vec![l, back];
+    both.sort_unstable();
+    assert_eq!(sim.out_of_service(), both);
+    sim.advance(std::time::Duration::from_millis(20));
+    assert_eq!(crossing(&sim), 0, "new flows avoid it too");
+    sim.set_out_of_service(&[]);
+    assert_eq!(sim.forwarding, before);
+    assert!(!rt.block_on(sim.take_forwarding_changes()).is_empty());
+}

@@ -35,6 +35,20 @@ impl Dsm {
         }
     }
 
+    /// Whether the meter shows that no packet of `flow` was counted: one of its buckets is empty,
+    /// or clean and holding another flow. A counted packet would have left every one of its
+    /// buckets holding the flow or dirty (Algorithm 1), so a single such bucket is proof; when
+    /// every bucket is dirty nothing can be said.
+    pub fn proves_absent(&self, flow: &FlowId, h: FlowHashes) -> bool {
+        positions(self.config, h).any(|pos| {
+            let b = &self.buckets[pos];
+            match b.flow {
+                None => true,
+                Some(resident) => !b.dirty && resident != *flow,
+            }
+        })
+    }
+
     /// One record per flow with at least one clean bucket, sorted by flow; flows whose clean
     /// buckets disagree are left out (see [`Dsm::clean_flows_checked`]).
     pub fn clean_flows(&self) -> Vec<DsmRecord> {
