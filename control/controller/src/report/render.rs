@@ -17,7 +17,10 @@ fn short(n: u64) -> String {
 fn evidence_line(e: &EvidenceReport) -> String {
     let mut q: Vec<f64> = e.links.iter().map(|l| l.min_loss).collect();
     q.sort_by(f64::total_cmp);
-    let mut s = format!("  evidence on {} links:", e.links.len());
+    let mut s = match e.links.len() {
+        0 => "  evidence on no link yet".to_string(),
+        n => format!("  evidence on {n} links:"),
+    };
     if let Some(worst) = e
         .links
         .iter()
