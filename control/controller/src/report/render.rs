@@ -30,7 +30,11 @@ fn evidence_line(e: &EvidenceReport) -> String {
             s,
             " smallest loss it shows median {}, worst {} ({}, {} pkts",
             pct(q[q.len() / 2]),
-            pct(worst.min_loss),
+            if worst.min_loss >= 1.0 {
+                "none".to_string()
+            } else {
+                pct(worst.min_loss)
+            },
             worst.link.join("→"),
             worst.packets
         );
