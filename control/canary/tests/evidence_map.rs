@@ -54,7 +54,11 @@ fn bound(n: u64, p0: f64, h: f64) -> f64 {
 fn every_links_bound_is_what_the_packets_counted_through_it_show() {
     let dir = tempfile::tempdir().unwrap();
     let faults = dir.path().join("faults.yaml");
-    std::fs::write(&faults, "faults:\n  - {link: [agg2_0, core0], loss: 0.02}\n").unwrap();
+    std::fs::write(
+        &faults,
+        "faults:\n  - {link: [agg2_0, core0], loss: 0.02}\n",
+    )
+    .unwrap();
     let v = simulate(&[
         "--topology",
         "fattree:4",
@@ -100,7 +104,11 @@ fn every_links_bound_is_what_the_packets_counted_through_it_show() {
             let (packets, p0) = through.get(&link).copied().unwrap_or((0, 0.0));
             assert_eq!(l["packets"], packets, "epoch {epoch}: {link:?}");
             let reported = l["min_loss"].as_f64().unwrap();
-            let want = if packets == 0 { 1.0 } else { bound(packets, p0, h) };
+            let want = if packets == 0 {
+                1.0
+            } else {
+                bound(packets, p0, h)
+            };
             // Rounded up to 4 significant digits: a bound, never below the exact one.
             assert!(
                 reported >= want * (1.0 - 1e-9) && reported <= want * 1.001,
@@ -164,9 +172,11 @@ fn the_testbeds_score_reads_the_bound_from_the_report() {
     let mut least: BTreeMap<String, f64> = BTreeMap::new();
     for e in v["epochs"].as_array().unwrap() {
         for l in e["evidence_map"]["links"].as_array().into_iter().flatten() {
-            let k = format!("{}->{}", l["link"][0].as_str().unwrap(), l["link"][1]
-                .as_str()
-                .unwrap());
+            let k = format!(
+                "{}->{}",
+                l["link"][0].as_str().unwrap(),
+                l["link"][1].as_str().unwrap()
+            );
             let q = l["min_loss"].as_f64().unwrap();
             let m = least.entry(k).or_insert(1.0);
             *m = m.min(q);

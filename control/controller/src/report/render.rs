@@ -21,11 +21,11 @@ fn evidence_line(e: &EvidenceReport) -> String {
         0 => "  evidence on no link yet".to_string(),
         n => format!("  evidence on {n} links:"),
     };
-    if let Some(worst) = e
-        .links
-        .iter()
-        .max_by(|a, b| a.min_loss.total_cmp(&b.min_loss).then(b.packets.cmp(&a.packets)))
-    {
+    if let Some(worst) = e.links.iter().max_by(|a, b| {
+        a.min_loss
+            .total_cmp(&b.min_loss)
+            .then(b.packets.cmp(&a.packets))
+    }) {
         let _ = write!(
             s,
             " smallest loss it shows median {}, worst {} ({}, {} pkts",

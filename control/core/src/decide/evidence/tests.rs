@@ -42,7 +42,10 @@ fn pooled_packets_give_the_bound_the_age_and_the_unwatched() {
     assert_eq!(t.threshold(), Decider::new(&[2, 2, 1], params).threshold());
     assert!((t.threshold() - (16.0f64 / 1e-6).ln()).abs() < 1e-12);
     t.record(3, &[(2, count(100))].into_iter().collect());
-    t.record(5, &[(0, count(1000)), (1, count(3000))].into_iter().collect());
+    t.record(
+        5,
+        &[(0, count(1000)), (1, count(3000))].into_iter().collect(),
+    );
     t.record(7, &[(1, count(500)), (0, count(0))].into_iter().collect());
     // The evidence at epoch 7: the window's totals of segments 0 and 1; segment 2's counts
     // have left it.
@@ -58,7 +61,12 @@ fn pooled_packets_give_the_bound_the_age_and_the_unwatched() {
         .collect();
     assert_eq!(
         by,
-        vec![(0, 4500, 2, 0), (1, 1000, 1, 2), (2, 3500, 1, 0), (3, 0, 0, 4)]
+        vec![
+            (0, 4500, 2, 0),
+            (1, 1000, 1, 2),
+            (2, 3500, 1, 0),
+            (3, 0, 0, 4)
+        ]
     );
     // n · KL(q ‖ p0) = h, p0 = 1 − (1 − 1e-4)²: worked out apart (testbed/score.py's formula).
     let q: Vec<f64> = map.links.iter().map(|e| e.min_loss).collect();
@@ -76,7 +84,10 @@ fn the_pool_takes_the_background_of_its_longest_segment() {
     let params = DecisionParams::default();
     let segs = [segment(&[0, 1, 2, 3]), segment(&[0])];
     let mut t = EvidenceTracker::new(&[4, 1], params);
-    t.record(0, &[(0, count(2000)), (1, count(2000))].into_iter().collect());
+    t.record(
+        0,
+        &[(0, count(2000)), (1, count(2000))].into_iter().collect(),
+    );
     let obs = Observations {
         segments: vec![observed(0, &[0, 1, 2, 3], 2000), observed(1, &[0], 2000)],
     };
@@ -85,7 +96,10 @@ fn the_pool_takes_the_background_of_its_longest_segment() {
     assert_eq!(link0.packets, 4000);
     // (`powi` may round differently where it is folded at compile time: not to the last bit.)
     let want = smallest_shown(4000, params.p0(4), t.threshold());
-    assert!((link0.min_loss / want - 1.0).abs() < 1e-9, "{link0:?} {want}");
+    assert!(
+        (link0.min_loss / want - 1.0).abs() < 1e-9,
+        "{link0:?} {want}"
+    );
     assert!(link0.min_loss > smallest_shown(4000, params.p0(1), t.threshold()));
 }
 
