@@ -50,6 +50,66 @@ fn bound(n: u64, p0: f64, h: f64) -> f64 {
     hi
 }
 
+/// Checks each link of epoch report `e`'s evidence map against the packets its observations
+/// counted through the link and the threshold `h`; returns the map's links, its unwatched
+/// links, every link it names, and how many bounds with packets it checked.
+fn check_bounds(e: &Value, topo: &canary_core::topo::Topology, h: f64) -> Checked {
+    let params = DecisionParams::default();
+    let epoch = e["epoch"].as_u64().unwrap();
+    let mut checked = 0;
+    let map = &e["evidence_map"];
+    let obs: Observations = serde_json::from_value(e["observations"].clone()).unwrap();
+    // Packets and background per link, from the segments the epoch localized from.
+    let mut through: BTreeMap<[String; 2], (u64, f64)> = BTreeMap::new();
+    for s in &obs.segments {
+        for &l in &s.links {
+            let t = through
+                .entry(topo.link_names(l).map(String::from))
+                .or_default();
+            t.0 += s.sent;
+            t.1 = t.1.max(params.p0(s.links.len()));
+        }
+    }
+    let links = map["links"].as_array().cloned().unwrap_or_default();
+    let unwatched: BTreeSet<[String; 2]> =
+        serde_json::from_value(map["unwatched"].clone()).unwrap_or_default();
+    // Every directed link once: watched with a bound, or unwatched.
+    let mut named: BTreeSet<[String; 2]> = unwatched.clone();
+    for l in &links {
+        let link: [String; 2] = serde_json::from_value(l["link"].clone()).unwrap();
+        assert!(named.insert(link.clone()), "epoch {epoch}: {link:?} twice");
+        let (packets, p0) = through.get(&link).copied().unwrap_or((0, 0.0));
+        assert_eq!(l["packets"], packets, "epoch {epoch}: {link:?}");
+        let reported = l["min_loss"].as_f64().unwrap();
+        let want = if packets == 0 {
+            1.0
+        } else {
+            bound(packets, p0, h)
+        };
+        // Rounded up to 4 significant digits: a bound, never below the exact one.
+        assert!(
+            reported >= want * (1.0 - 1e-9) && reported <= want * 1.001,
+            "epoch {epoch}: {link:?} {packets} packets: reported {reported}, want {want}"
+        );
+        if packets > 0 {
+            checked += 1;
+        }
+    }
+    Checked {
+        links,
+        unwatched,
+        named,
+        checked,
+    }
+}
+
+struct Checked {
+    links: Vec<Value>,
+    unwatched: BTreeSet<[String; 2]>,
+    named: BTreeSet<[String; 2]>,
+    checked: usize,
+}
+
 #[test]
 fn every_links_bound_is_what_the_packets_counted_through_it_show() {
     let dir = tempfile::tempdir().unwrap();
@@ -80,44 +140,13 @@ fn every_links_bound_is_what_the_packets_counted_through_it_show() {
     let mut checked = 0;
     for e in v["epochs"].as_array().unwrap() {
         let epoch = e["epoch"].as_u64().unwrap();
-        let map = &e["evidence_map"];
-        let obs: Observations = serde_json::from_value(e["observations"].clone()).unwrap();
-        // Packets and background per link, from the segments the epoch localized from.
-        let mut through: BTreeMap<[String; 2], (u64, f64)> = BTreeMap::new();
-        for s in &obs.segments {
-            for &l in &s.links {
-                let t = through
-                    .entry(topo.link_names(l).map(String::from))
-                    .or_default();
-                t.0 += s.sent;
-                t.1 = t.1.max(params.p0(s.links.len()));
-            }
-        }
-        let links = map["links"].as_array().cloned().unwrap_or_default();
-        let unwatched: BTreeSet<[String; 2]> =
-            serde_json::from_value(map["unwatched"].clone()).unwrap_or_default();
-        // Every directed link once: watched with a bound, or unwatched.
-        let mut named: BTreeSet<[String; 2]> = unwatched.clone();
-        for l in &links {
-            let link: [String; 2] = serde_json::from_value(l["link"].clone()).unwrap();
-            assert!(named.insert(link.clone()), "epoch {epoch}: {link:?} twice");
-            let (packets, p0) = through.get(&link).copied().unwrap_or((0, 0.0));
-            assert_eq!(l["packets"], packets, "epoch {epoch}: {link:?}");
-            let reported = l["min_loss"].as_f64().unwrap();
-            let want = if packets == 0 {
-                1.0
-            } else {
-                bound(packets, p0, h)
-            };
-            // Rounded up to 4 significant digits: a bound, never below the exact one.
-            assert!(
-                reported >= want * (1.0 - 1e-9) && reported <= want * 1.001,
-                "epoch {epoch}: {link:?} {packets} packets: reported {reported}, want {want}"
-            );
-            if packets > 0 {
-                checked += 1;
-            }
-        }
+        let Checked {
+            links,
+            unwatched,
+            named,
+            checked: n,
+        } = check_bounds(e, &topo, h);
+        checked += n;
         if epoch == 0 {
             // Nothing counted yet: every link is unwatched.
             assert_eq!(unwatched, all, "epoch 0");
@@ -134,6 +163,39 @@ fn every_links_bound_is_what_the_packets_counted_through_it_show() {
         assert!(faulty["min_loss"].as_f64().unwrap() < 0.02, "{faulty}");
     }
     assert!(checked >= 7 * 64, "{checked} bounds checked");
+}
+
+/// Watching in rounds, a link's evidence is its segments' latest watches: the map dates it, never
+/// older than one period of the rounds, and its bounds are still those of the packets counted.
+#[test]
+fn in_rounds_each_links_evidence_has_its_age() {
+    let v = simulate(&[
+        "--topology",
+        "fattree:8",
+        "--epochs",
+        "12",
+        "--seed",
+        "2",
+        "--watch-rounds",
+        "3",
+    ]);
+    let topo = fattree(8, MonitorPlacement::TopAndBottom).unwrap();
+    let segments = Segments::new(&topo, &Routing::new(&topo));
+    let lengths: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
+    let h = Decider::new(&lengths, DecisionParams::default()).threshold();
+    let (mut old, mut checked) = (0, 0);
+    for e in v["epochs"].as_array().unwrap() {
+        let c = check_bounds(e, &topo, h);
+        assert_eq!(c.named.len(), topo.links.len(), "epoch {}", e["epoch"]);
+        checked += c.checked;
+        for l in &c.links {
+            let age = l["age_epochs"].as_u64().unwrap_or(0);
+            assert!(age < 9, "{l}: older than the 3 rounds of 3 epochs");
+            old += usize::from(age > 0);
+        }
+    }
+    assert!(old > 0, "no link's evidence older than its epoch");
+    assert!(checked > 1000, "{checked}");
 }
 
 /// The testbed's score reads every link's bound from the epoch reports instead of working it
