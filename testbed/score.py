@@ -92,19 +92,23 @@ def at_most(k, n, p):
     return min(total, 1.0)
 
 
-def smallest_shown(packets, segments):
-    """The smallest loss that `packets` of Canary's across a link let its decision call (the
-    inverse of `needed`), or None when even a 99.9 % loss would not show."""
-    lo, hi = 1e-6, 0.999
-    if packets <= 0 or needed(hi, segments) > packets:
-        return None
-    for _ in range(60):
-        mid = math.sqrt(lo * hi)
-        if needed(mid, segments) <= packets:
-            hi = mid
-        else:
-            lo = mid
-    return hi
+def smallest_shown(epochs):
+    """Each directed link's smallest loss Canary's evidence showed over the run, from the epoch
+    reports' evidence maps (canary_core::decide::EvidenceTracker: the packets of every segment
+    through the link, pooled, against the decision's own threshold), with the packets of the
+    epoch that showed it; None for a link no epoch's evidence could show any loss on."""
+    shown, packets = {}, {}
+    for e in epochs:
+        m = e.get("evidence_map") or {}
+        for x in m.get("links", []):
+            l = key(x["link"])
+            q = x["min_loss"] if x["min_loss"] < 1 else None
+            shown.setdefault(l, None)
+            if q is not None and (shown[l] is None or q < shown[l]):
+                shown[l], packets[l] = q, x["packets"]
+        for link in m.get("unwatched", []):
+            shown.setdefault(key(link), None)
+    return shown, packets
 
 
 def load(path):
@@ -296,9 +300,10 @@ def main():
     else:
         thin = []
     # The bound on every link, not only "not blamed": the smallest loss the packets Canary's
-    # busiest segment through it carried could have shown.
-    every = sorted(set(links) | set(most))
-    shown = {l: smallest_shown(most.get(l, 0), segments_total) for l in every}
+    # segments through it carried could show, as the epoch reports give it.
+    reported, pooled = smallest_shown(epochs)
+    every = sorted(set(links) | set(most) | set(reported))
+    shown = {l: reported.get(l) for l in every}
     reference = min(faults.values(), default=0.01)
     blind = sorted(l for l, q in shown.items() if q is None or q > reference)
     bounds = sorted(q for q in shown.values() if q is not None)
@@ -312,7 +317,7 @@ def main():
     print(f"links where a {reference:.2%} loss could pass unseen: "
           + (f"{len(blind)} of {len(every)}; the worst: " + ", ".join(
               f"{l} ({'no packets of Canary' if shown[l] is None else f'>= {shown[l]:.2%}'}"
-              f"{'' if shown[l] is None else f', {most.get(l, 0)} packets'})" for l in worst)
+              f"{'' if shown[l] is None else f', {pooled.get(l, 0)} packets'})" for l in worst)
              if blind else "none"))
     missed = sorted(l for l in faults if l not in final and l not in starved)
     # A link blamed in some epoch only must be explained too.

@@ -82,6 +82,7 @@ fn exported() -> BTreeSet<String> {
     r.incomplete = Some("a test".into());
     metrics.observe(&ctl, &r, 2);
     let text = metrics.render();
+    evidence_is_exported(&r, &text);
     let mut names = BTreeSet::new();
     for l in text.lines() {
         let mut w = l.split_whitespace();
@@ -96,6 +97,26 @@ fn exported() -> BTreeSet<String> {
         }
     }
     names
+}
+
+/// Every directed link's evidence bound is a `canary_link_evidence_min_loss` sample with the
+/// value the epoch report gives it.
+fn evidence_is_exported(r: &canary_controller::report::EpochReport, text: &str) {
+    let map = &r.evidence_map;
+    assert_eq!(map.links.len() + map.unwatched.len(), 64, "{map:?}");
+    for l in &map.links {
+        let series = format!(
+            "canary_link_evidence_min_loss{{from=\"{}\",to=\"{}\"}} ",
+            l.link[0], l.link[1]
+        );
+        let line = text
+            .lines()
+            .find(|x| x.starts_with(&series))
+            .unwrap_or_else(|| panic!("no {series} in\n{text}"));
+        let v: f64 = line[series.len()..].trim().parse().unwrap();
+        assert_eq!(v, l.min_loss, "{line}");
+        assert!(l.packets > 0 && v < 0.01, "{line}: {} packets", l.packets);
+    }
 }
 
 /// Every `canary_*` name in `text`.
@@ -160,6 +181,10 @@ fn the_alerts_and_the_dashboard_use_only_metrics_canary_exports() {
     ] {
         assert!(in_rules.contains(m), "no alert on {m}");
     }
+    assert!(
+        exported.contains("canary_link_evidence_min_loss"),
+        "{exported:?}"
+    );
     for m in [
         "canary_segment_lost_packets",
         "canary_link_loss_estimate",

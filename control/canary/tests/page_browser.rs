@@ -184,6 +184,32 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         })
         .await;
     }
+    // Weak evidence is drawn as weak: every link is dashed exactly when the last epoch's
+    // evidence map says it cannot show a 1 % loss or nobody watches it (one epoch's paint).
+    let weak = c
+        .execute(
+            "const r = state.epochs[state.epochs.length - 1], m = new Map(); \
+             for (const x of r.evidence_map.links) m.set(x.link.join('-'), x.min_loss >= 0.01); \
+             for (const x of r.evidence_map.unwatched || []) m.set(x.join('-'), true); \
+             return Array.from(document.querySelectorAll('.link'), l => { \
+               const k = l.dataset.from + '-' + l.dataset.to; \
+               return [k, m.has(k), m.get(k) === true, l.dataset.weak === '1', \
+                 l.hasAttribute('stroke-dasharray')]; });",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let weak: Vec<(String, bool, bool, bool, bool)> = serde_json::from_value(weak).unwrap();
+    assert!(!weak.is_empty());
+    for (k, mapped, want, drawn, dashed) in &weak {
+        assert!(mapped, "{k} not in the evidence map");
+        assert!(
+            want == drawn && drawn == dashed,
+            "{k}: weak {want}, drawn {drawn}"
+        );
+    }
+    let legend = c.find(Locator::Id("legend")).await.unwrap();
+    assert!(legend.text().await.unwrap().contains("weak evidence"));
     // Clicking the link shows its history and the segments that implicate it.
     link.click().await.unwrap();
     let name = c
@@ -207,6 +233,10 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         .await
         .unwrap();
     assert!(now.contains("blamed now") && now.contains("95 %"), "{now}");
+    assert!(
+        now.contains("evidence: ") && now.contains("packets"),
+        "{now}"
+    );
     let segs = c
         .find(Locator::Id("link-segments"))
         .await

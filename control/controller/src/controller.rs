@@ -11,7 +11,7 @@
 
 use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
-use canary_core::decide::{Decider, LinkClearing, LinkTimeline};
+use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
 use canary_core::detect::{join, SegmentCount, Window, WindowCount};
 use canary_core::fabric::{Fabric, Parity, RuleOp};
 use canary_core::localize::{Localizer, Verdict};
@@ -25,6 +25,7 @@ use tracing::Instrument;
 
 mod config;
 mod decision;
+mod evidence;
 mod harvest;
 mod reports;
 mod rounds;
@@ -69,6 +70,8 @@ pub struct Controller {
     watch_start: u64,
     /// Each segment's latest watch (used when watching in rounds).
     shown: LastShown,
+    /// When each segment was last counted: the evidence map of each report.
+    evidence: EvidenceTracker,
     /// The epoch's work on a cluster's workers instead of here.
     cluster: Option<ClusterStages>,
 }
@@ -101,6 +104,7 @@ impl Controller {
             plan: None,
             watch_start: 0,
             shown: LastShown::new(segments.len()),
+            evidence: evidence::tracker(&segments, &cfg),
             cluster: None,
             topo,
             segments,
@@ -294,6 +298,7 @@ impl Controller {
             },
             incomplete,
             watch: self.watch_report(),
+            evidence_map: self.evidence_report(&det.segments, &obs),
             cluster: self.cluster.as_ref().map(|c| c.epoch_report()),
             observations: self.cfg.report_observations.then_some(obs),
         };

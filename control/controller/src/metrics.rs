@@ -15,6 +15,8 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+mod evidence;
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LinkLabel {
     pub from: String,
@@ -61,6 +63,7 @@ pub struct Metrics {
     switch_up: Family<SwitchLabel, Gauge>,
     epoch_seconds: FGauge,
     rules_refused: Family<TableLabel, Counter>,
+    evidence: evidence::EvidenceGauges,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -101,6 +104,7 @@ impl Metrics {
             switch_up: Family::default(),
             epoch_seconds: FGauge::default(),
             rules_refused: Family::default(),
+            evidence: Default::default(),
         };
         r.register(
             "link_loss_estimate",
@@ -203,6 +207,7 @@ impl Metrics {
             "Rules flow selection did without because a switch table was full",
             m.rules_refused.clone(),
         );
+        m.evidence.register(&mut r);
         *m.registry.lock().expect("not poisoned") = r;
         m
     }
@@ -336,6 +341,7 @@ impl Metrics {
                 .inc();
         }
         self.flows_monitored.set(r.flows_monitored as i64);
+        self.evidence.observe(&r.evidence_map);
     }
 
     pub fn render(&self) -> String {

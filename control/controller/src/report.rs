@@ -78,6 +78,9 @@ pub struct EpochReport {
     /// epoch's round and the age of the evidence localization used.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub watch: Option<WatchReport>,
+    /// Every directed link's evidence: the smallest loss it could show, and its age.
+    #[serde(default, skip_serializing_if = "EvidenceReport::is_empty")]
+    pub evidence_map: EvidenceReport,
     /// The epoch's work ran on a cluster's workers: what it waited for there.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cluster: Option<ClusterReport>,
@@ -156,10 +159,45 @@ impl EpochReport {
             phases_ms: Phases::default(),
             incomplete: Some(why),
             watch: None,
+            evidence_map: EvidenceReport::default(),
             cluster: None,
             observations: None,
         }
     }
+}
+
+/// What the evidence the epoch localized from could show on each directed link
+/// ([`canary_core::decide::EvidenceTracker`]): the packets of the segments through it, pooled.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct EvidenceReport {
+    /// Every link some segment through which was ever counted, in the topology's link order.
+    pub links: Vec<LinkEvidenceReport>,
+    /// Links no segment through which was ever counted: nothing watches them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub unwatched: Vec<[String; 2]>,
+}
+
+impl EvidenceReport {
+    pub fn is_empty(&self) -> bool {
+        self.links.is_empty() && self.unwatched.is_empty()
+    }
+}
+
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct LinkEvidenceReport {
+    pub link: [String; 2],
+    /// The smallest loss its packets could show the decision, rounded up to 4 significant
+    /// digits; 1 when none could (no packets in the evidence now, or too few).
+    pub min_loss: f64,
+    /// Packets of the segments through it in the evidence.
+    pub packets: u64,
+    /// Epochs since a segment through it was last counted; absent: 0, this epoch.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub age_epochs: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// A switch table flow selection found full this epoch.
@@ -293,8 +331,4 @@ pub struct FaultTimingReport {
     pub repair: Option<u64>,
     pub detected: Option<u64>,
     pub cleared: Option<u64>,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }

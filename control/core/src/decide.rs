@@ -311,8 +311,10 @@ pub fn lossy_in_total(
 #[cfg(test)]
 mod tests;
 
+mod evidence;
 mod link_clear;
 mod timeline;
+pub use evidence::{smallest_shown, EvidenceMap, EvidenceTracker, LinkEvidence};
 pub use link_clear::LinkClearing;
 pub use timeline::{Cleared, LinkTimeline};
 

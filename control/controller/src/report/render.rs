@@ -1,6 +1,6 @@
 //! The terminal view of an epoch report and of a run's summary.
 
-use super::{EpochReport, OverTimeReport, SegmentReport, Summary, TableFull};
+use super::{EpochReport, EvidenceReport, OverTimeReport, SegmentReport, Summary, TableFull};
 use std::collections::BTreeMap;
 use std::fmt::Write;
 
@@ -9,6 +9,62 @@ fn short(n: u64) -> String {
         0..=9_999 => n.to_string(),
         10_000..=9_999_999 => format!("{:.1}k", n as f64 / 1e3),
         _ => format!("{:.2}M", n as f64 / 1e6),
+    }
+}
+
+/// One line for the evidence map: what the links' evidence could show, at the median and the
+/// worst, and the links nothing watches. The JSON report has every link.
+fn evidence_line(e: &EvidenceReport) -> String {
+    let mut q: Vec<f64> = e.links.iter().map(|l| l.min_loss).collect();
+    q.sort_by(f64::total_cmp);
+    let mut s = match e.links.len() {
+        0 => "  evidence on no link yet".to_string(),
+        n => format!("  evidence on {n} links:"),
+    };
+    if let Some(worst) = e.links.iter().max_by(|a, b| {
+        a.min_loss
+            .total_cmp(&b.min_loss)
+            .then(b.packets.cmp(&a.packets))
+    }) {
+        let _ = write!(
+            s,
+            " smallest loss it shows median {}, worst {} ({}, {} pkts",
+            pct(q[q.len() / 2]),
+            if worst.min_loss >= 1.0 {
+                "none".to_string()
+            } else {
+                pct(worst.min_loss)
+            },
+            worst.link.join("→"),
+            worst.packets
+        );
+        if worst.age_epochs > 0 {
+            let _ = write!(s, ", {} epochs old", worst.age_epochs);
+        }
+        s.push(')');
+        let weak = q.iter().filter(|&&x| x >= WEAK).count();
+        let _ = write!(s, "; {weak} cannot show {}", pct(WEAK));
+    }
+    let oldest = e.links.iter().map(|l| l.age_epochs).max().unwrap_or(0);
+    if oldest > 0 {
+        let _ = write!(s, "; oldest {oldest} epochs");
+    }
+    let _ = write!(s, "; {} unwatched", e.unwatched.len());
+    s
+}
+
+/// The loss below which a link's evidence is called weak on the terminal and the page.
+pub const WEAK: f64 = 0.01;
+
+fn pct(x: f64) -> String {
+    if x >= 1.0 {
+        "100 %".into()
+    } else if x >= 0.1 {
+        format!("{:.0} %", x * 100.0)
+    } else if x >= 0.01 {
+        format!("{:.1} %", x * 100.0)
+    } else {
+        format!("{:.2} %", x * 100.0)
     }
 }
 
@@ -118,6 +174,9 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             "  {} monitored flows vanished on their way: every packet they sent counted as lost",
             r.flows_vanished
         );
+    }
+    if !r.evidence_map.is_empty() {
+        let _ = writeln!(s, "{}", evidence_line(&r.evidence_map));
     }
     if r.segments_skipped > 0 {
         let _ = writeln!(
