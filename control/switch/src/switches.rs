@@ -112,7 +112,10 @@ impl SwitchesFile {
                 .unwrap_or_default();
             SwitchesError::Parse {
                 file: file.into(),
-                detail: format!("{path}{line}: {inner}"),
+                detail: format!(
+                    "{path}{line}: {}",
+                    canary_core::yaml_error::without_location(&inner.to_string())
+                ),
             }
         })
     }
