@@ -67,7 +67,8 @@ enum Command {
 }
 
 /// The log level when RUST_LOG is not set: info, with the libraries under us quieter.
-const DEFAULT_LOG: &str = "info,h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,async_nats=warn,rustls=warn";
+const DEFAULT_LOG: &str =
+    "info,h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,async_nats=warn,rustls=warn";
 
 /// Log lines on stderr, coloured only when stderr is a terminal.
 fn init_logging(format: LogFormat) {
@@ -99,7 +100,9 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         Some(Command::Run(flags)) => {
-            let sub = matches.subcommand_matches("run").expect("the run subcommand");
+            let sub = matches
+                .subcommand_matches("run")
+                .expect("the run subcommand");
             match run::load(*flags, &given(sub)) {
                 Ok(loaded) => {
                     init_logging(loaded.config.log_format);

@@ -1,8 +1,8 @@
 //! `canary simulate`: the whole pipeline on a simulated fabric, scored against its faults.
 
 use crate::args::share;
-use canary_controller::config::{Cluster, Names, Pipeline};
 use anyhow::{Context, Result};
+use canary_controller::config::{Cluster, Names, Pipeline};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;

@@ -3,9 +3,9 @@
 //! under background noise, and a healthy fabric under noise. Scored by the run's own summary,
 //! epoch by epoch against the schedule.
 
+use canary_controller::config::Pipeline;
 use canary_controller::report::FaultTimingReport;
 use canary_controller::simulate::{run, SimulateOptions, SimulationResult};
-use canary_controller::config::Pipeline;
 use std::path::PathBuf;
 
 fn fault_file(name: &str, text: &str) -> PathBuf {

@@ -49,9 +49,7 @@ pub mod defaults {
 }
 
 /// How a segment is judged lossy.
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum Decision {
     /// A test of each segment against the background loss, accumulating evidence over epochs.
@@ -229,9 +227,7 @@ impl Cluster {
 }
 
 /// How the daemon writes its log lines (stderr).
-#[derive(
-    Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum,
-)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize, clap::ValueEnum)]
 #[serde(rename_all = "lowercase")]
 pub enum LogFormat {
     /// One line per event, coloured only when stderr is a terminal.

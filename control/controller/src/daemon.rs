@@ -93,8 +93,11 @@ impl RunOptions {
         Ok(Self {
             topology: required(c.topology.clone(), "topology")?,
             target: c.target,
-            switches: required(c.switches.as_ref().map(|p| p.display().to_string()), "switches")?
-                .into(),
+            switches: required(
+                c.switches.as_ref().map(|p| p.display().to_string()),
+                "switches",
+            )?
+            .into(),
             p4: c.p4.clone(),
             epoch: c.epoch(),
             epochs: c.epochs,
@@ -193,7 +196,10 @@ pub async fn run(
     match opts.target {
         Target::Bmv2 => {
             let dir = opts.p4.as_deref().ok_or_else(|| {
-                Error::given("--p4", "required with --target bmv2: the compiled program's directory")
+                Error::given(
+                    "--p4",
+                    "required with --target bmv2: the compiled program's directory",
+                )
             })?;
             let p4 = load_p4(dir)?;
             let program = Arc::new(
@@ -258,10 +264,14 @@ pub async fn run(
             // answers, and every switch must run the same build.
             let deadline = tokio::time::Instant::now() + opts.connect_patience;
             let program = loop {
-                match tofino::fetch_program(&bound[0], &opts.tofino).await {
+                let attempt = tokio::select! {
+                    r = tofino::fetch_program(&bound[0], &opts.tofino) => r,
+                    _ = &mut shutdown => return Ok(sink.result(&prep, &faults, &opts)),
+                };
+                match attempt {
                     Ok(p) => break Arc::new(p),
                     Err(e) if tokio::time::Instant::now() < deadline => {
-                        tracing::info!("waiting for {}: {e}", bound[0].name);
+                        tracing::info!(switch = %bound[0].name, "waiting for switch: {e}");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     Err(e) => {

@@ -154,7 +154,11 @@ impl Pipeline {
         at_least_one(&mut out, "eta", u64::from(self.eta));
         at_least_one(&mut out, "groups", self.groups as u64);
         at_least_one(&mut out, "window", self.window as u64);
-        at_least_one(&mut out, "min_lossy_epochs", u64::from(self.min_lossy_epochs));
+        at_least_one(
+            &mut out,
+            "min_lossy_epochs",
+            u64::from(self.min_lossy_epochs),
+        );
         if self.window > 0 && self.min_lossy_epochs as usize > self.window {
             out.push(Invalid::pipeline(
                 "min_lossy_epochs",
@@ -215,7 +219,11 @@ impl RunConfig {
             out.push(Invalid::run("epoch_ms", 0, "an epoch lasts at least 1 ms"));
         }
         if self.harvest_deadline_ms == Some(0) {
-            out.push(Invalid::run("harvest_deadline_ms", 0, "must be at least 1 ms"));
+            out.push(Invalid::run(
+                "harvest_deadline_ms",
+                0,
+                "must be at least 1 ms",
+            ));
         }
         for (key, addr) in [("metrics", &self.metrics), ("http", &self.http)] {
             if let Some(a) = addr {

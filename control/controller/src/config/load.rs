@@ -24,9 +24,8 @@ pub fn load(flags: RunConfig, given: &[String]) -> Result<Loaded> {
     let config = match &flags.config {
         None => flags,
         Some(path) => {
-            let text = std::fs::read_to_string(path).map_err(|e| {
-                Error::io(format!("--config {}: cannot read", path.display()), e)
-            })?;
+            let text = std::fs::read_to_string(path)
+                .map_err(|e| Error::io(format!("--config {}: cannot read", path.display()), e))?;
             let mut file = parse(path, &text)?;
             relative_to(&mut file, path.parent().unwrap_or(Path::new(".")));
             names.file = Some(path.clone());
@@ -50,7 +49,11 @@ pub fn parse(path: &Path, text: &str) -> Result<RunConfig> {
             .location()
             .map(|l| format!(" (line {})", l.line()))
             .unwrap_or_default();
-        let key = if key == "." { String::new() } else { format!(" {key}") };
+        let key = if key == "." {
+            String::new()
+        } else {
+            format!(" {key}")
+        };
         Error::given(
             format!("{}:{key}{line}", path.display()),
             canary_core::yaml_error::without_location(&inner.to_string()),
@@ -143,10 +146,16 @@ mod tests {
 
     #[test]
     fn an_unknown_key_is_named_with_its_file_and_line() {
-        let e = parse(Path::new("c.yaml"), "topology: fattree:4\npipeline:\n  alfa: 3\n")
-            .unwrap_err()
-            .to_string();
-        assert!(e.starts_with("c.yaml: pipeline.alfa (line 3): unknown field `alfa`"), "{e}");
+        let e = parse(
+            Path::new("c.yaml"),
+            "topology: fattree:4\npipeline:\n  alfa: 3\n",
+        )
+        .unwrap_err()
+        .to_string();
+        assert!(
+            e.starts_with("c.yaml: pipeline.alfa (line 3): unknown field `alfa`"),
+            "{e}"
+        );
         assert_eq!(e.matches("alfa").count(), 2, "said once: {e}");
     }
 
