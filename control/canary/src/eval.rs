@@ -1,8 +1,8 @@
 //! `canary eval`: every localizer of the papers on one simulated fabric, side by side.
 
 use anyhow::{Context, Result};
+use canary_controller::config::Pipeline;
 use canary_controller::simulate::SimulateOptions;
-use canary_core::select::SelectionParams;
 use canary_lab::eval;
 use clap::Args;
 use std::path::PathBuf;
@@ -96,9 +96,9 @@ pub fn command(a: EvalArgs) -> Result<()> {
             faults: a.faults,
             epochs: a.epochs,
             seed: a.seed,
-            groups: a.groups,
             noise: a.noise,
-            selection: SelectionParams {
+            pipeline: Pipeline {
+                groups: a.groups,
                 alpha: a.alpha,
                 ..Default::default()
             },

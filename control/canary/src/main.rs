@@ -11,15 +11,23 @@ mod simulate;
 mod worker;
 
 use anyhow::Result;
+use canary_controller::config::{LogFormat, RunConfig};
 use canary_controller::setup::load_topology;
 use canary_core::topo::MonitorPlacement;
-use clap::{Parser, Subcommand};
+use clap::parser::ValueSource;
+use clap::{ArgMatches, CommandFactory, FromArgMatches, Parser, Subcommand};
+use std::io::IsTerminal;
+use std::process::ExitCode;
 
 #[derive(Parser)]
 #[command(
     name = "canary",
     version,
-    about = "Find faulty links in a data-center fabric from the traffic it carries"
+    about = "Find faulty links in a data-center fabric from the traffic it carries",
+    arg_required_else_help = true,
+    after_help = "Logging: RUST_LOG sets the level (default: info); `canary run --log-format json` \
+                  writes JSON lines. Exit status: 0 done, 1 error, 2 bad command line, 3 `run` \
+                  stopped before its first epoch."
 )]
 struct Cli {
     #[command(subcommand)]
@@ -31,7 +39,7 @@ enum Command {
     /// Run the full pipeline on a simulated fabric and score it against injected faults.
     Simulate(simulate::SimulateArgs),
     /// Control real switches: push the pipeline, run epochs, report lossy links.
-    Run(Box<run::RunArgs>),
+    Run(Box<RunConfig>),
     /// Run every localizer of the papers on one simulated fabric and score them side by side.
     Eval(eval::EvalArgs),
     /// Memory and decoding cost against FlowRadar, LossRadar and FermatSketch (Fig. 6, Table II),
@@ -58,16 +66,79 @@ enum Command {
     Worker(worker::WorkerArgs),
 }
 
-fn main() -> Result<()> {
-    tracing_subscriber::fmt()
-        .with_env_filter(tracing_subscriber::EnvFilter::from_default_env())
+/// The log level when RUST_LOG is not set: info, with the libraries under us quieter.
+const DEFAULT_LOG: &str =
+    "info,h2=warn,hyper=warn,hyper_util=warn,tower=warn,tonic=warn,async_nats=warn,rustls=warn";
+
+/// Log lines on stderr, coloured only when stderr is a terminal.
+fn init_logging(format: LogFormat) {
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env()
+        .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(DEFAULT_LOG));
+    let fmt = tracing_subscriber::fmt()
+        .with_env_filter(filter)
         .with_writer(std::io::stderr)
-        .init();
-    let cli = Cli::parse();
-    match cli.command {
-        None => simulate::command(simulate::SimulateArgs::parse_from(["simulate"])),
+        .with_ansi(std::io::stderr().is_terminal());
+    match format {
+        LogFormat::Text => fmt.init(),
+        LogFormat::Json => fmt.json().init(),
+    }
+}
+
+/// The settings of a subcommand given on the command line (not defaults).
+fn given(m: &ArgMatches) -> Vec<String> {
+    m.ids()
+        .filter(|id| m.value_source(id.as_str()) == Some(ValueSource::CommandLine))
+        .map(|id| id.as_str().to_string())
+        .collect()
+}
+
+fn main() -> ExitCode {
+    let matches = Cli::command().get_matches();
+    let cli = match Cli::from_arg_matches(&matches) {
+        Ok(c) => c,
+        Err(e) => e.exit(),
+    };
+    let result = match cli.command {
+        Some(Command::Run(flags)) => {
+            let sub = matches
+                .subcommand_matches("run")
+                .expect("the run subcommand");
+            match run::load(*flags, &given(sub)) {
+                Ok(loaded) => {
+                    init_logging(loaded.config.log_format);
+                    run::command(loaded)
+                }
+                Err(e) => {
+                    init_logging(LogFormat::Text);
+                    Err(e)
+                }
+            }
+        }
+        other => {
+            init_logging(LogFormat::Text);
+            dispatch(other)
+        }
+    };
+    match result {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("Error: {e:#}");
+            if e.downcast_ref::<run::NoEpoch>().is_some() {
+                ExitCode::from(3)
+            } else {
+                ExitCode::FAILURE
+            }
+        }
+    }
+}
+
+fn dispatch(command: Option<Command>) -> Result<()> {
+    match command {
+        None | Some(Command::Run(_)) => {
+            Cli::command().print_help()?;
+            Ok(())
+        }
         Some(Command::Simulate(a)) => simulate::command(a),
-        Some(Command::Run(a)) => run::command(*a),
         Some(Command::Eval(a)) => eval::command(a),
         Some(Command::Audit(a)) => audit::command(a),
         Some(Command::Overhead(a)) => overhead::command(a),

@@ -22,8 +22,8 @@ pub fn command(a: SimulateArgs) -> Result<()> {
             ..Default::default()
         },
         // Synthesized meters count a segment's flows the epoch it is watched.
-        dwell: p.watch_rounds.unwrap_or(1),
-        canary: localizer_params(p.groups, a.quantile_groups, p.floor, None),
+        dwell: p.watch_round_epochs.unwrap_or(1),
+        canary: localizer_params(p.groups, a.quantile_groups, p.floor(), None),
         faults_from: a.faults_from,
         ..Default::default()
     };

@@ -1,11 +1,12 @@
 //! `canary simulate`: the whole pipeline on a simulated fabric, scored against its faults.
 
-use crate::args::{share, ClusterArgs, PipelineArgs};
+use crate::args::share;
 use anyhow::{Context, Result};
+use canary_controller::config::{Cluster, Names, Pipeline};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
-use clap::{Args, Parser};
+use clap::Args;
 use std::io::Write;
 use std::time::Duration;
 
@@ -17,22 +18,23 @@ pub struct SimulateArgs {
     /// A YAML fault file, `random:P%` (P% of undirected links, the paper's loss mix), or `none`.
     #[arg(long, default_value = "random:10%")]
     pub faults: String,
-    #[arg(long, default_value_t = 10)]
+    #[arg(long, default_value_t = SimulateOptions::default().epochs,
+          value_parser = clap::value_parser!(u32).range(1..))]
     pub epochs: u32,
     #[arg(long, default_value_t = 1)]
     pub seed: u64,
     #[command(flatten)]
-    pub pipeline: PipelineArgs,
+    pub pipeline: Pipeline,
     #[command(flatten)]
-    pub cluster: ClusterArgs,
+    pub cluster: Cluster,
     /// Split lossy segments into equal-count groups instead of fixed loss ranges (Fig. 9).
     #[arg(long)]
     pub quantile_groups: bool,
     /// Background loss: every healthy link drops at a rate drawn from U(0, P).
-    #[arg(long, default_value_t = 0.0)]
+    #[arg(long, default_value_t = 0.0, value_parser = share)]
     pub noise: f64,
     /// Epoch length in milliseconds.
-    #[arg(long, default_value_t = 100)]
+    #[arg(long, default_value_t = 100, value_parser = clap::value_parser!(u64).range(1..))]
     epoch_ms: u64,
     /// Long, fast flows each simulated host keeps open.
     #[arg(long, default_value_t = 80)]
@@ -48,15 +50,19 @@ pub struct SimulateArgs {
     pub json: Option<String>,
     /// Serve the live page at ADDR (e.g. 127.0.0.1:8080) while the run goes, and after it
     /// until Ctrl-C.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "synth_meters")]
     serve: Option<String>,
     /// With --serve: wait this long after each epoch so the page can be followed (default: the
     /// epoch length).
-    #[arg(long)]
+    #[arg(long, requires = "serve")]
     pace_ms: Option<u64>,
     /// Print only the summary.
     #[arg(long, short)]
     pub quiet: bool,
+    /// Print the pipeline's settings this run would use (flags and defaults) as YAML, in the
+    /// form of `canary run --config`'s `pipeline:` section, and exit.
+    #[arg(long)]
+    pub print_config: bool,
     /// Skip the packets: synthesize each epoch's meters in the switches' real meter size and
     /// watch the segments in rounds that fit them (for fabrics the packet simulator cannot run,
     /// up to k = 48).
@@ -70,44 +76,30 @@ pub struct SimulateArgs {
     pub faults_from: Option<u64>,
 }
 
-impl SimulateArgs {
-    pub fn parse_from<'a>(args: impl IntoIterator<Item = &'a str>) -> Self {
-        #[derive(Parser)]
-        struct Wrap {
-            #[command(flatten)]
-            a: SimulateArgs,
-        }
-        Wrap::parse_from(args).a
-    }
-}
-
 pub fn command(a: SimulateArgs) -> Result<()> {
+    if let Some(e) = Names::flags().error(&a.pipeline.check()) {
+        return Err(e.into());
+    }
+    if a.print_config {
+        print!("{}", canary_controller::config::pipeline_yaml(&a.pipeline));
+        return Ok(());
+    }
     if a.synth_meters {
         return crate::scale::command(a);
     }
-    let p = &a.pipeline;
     let opts = SimulateOptions {
         topology: a.topology,
         faults: a.faults,
         epochs: a.epochs,
         seed: a.seed,
-        selection: p.selection(),
-        eta: p.eta,
-        groups: p.groups,
+        pipeline: a.pipeline.clone(),
         quantile_groups: a.quantile_groups,
-        floor: p.floor,
-        monitors: p.monitors,
         noise: a.noise,
         epoch: Duration::from_millis(a.epoch_ms),
-        window: p.window,
-        min_lossy_epochs: p.min_lossy_epochs,
-        decision: p.decision.params()?,
         elephants_per_host: a.elephants_per_host,
         mice_per_host: a.mice_per_host,
         ipv6_share: a.ipv6,
         pathbf: PathBfParams::default(),
-        watch_dwell: p.watch_rounds,
-        report_observations: p.report_observations,
         cluster: a.cluster.config()?,
     };
     let bar = indicatif::ProgressBar::new(opts.epochs as u64);

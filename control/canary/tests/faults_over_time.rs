@@ -3,9 +3,9 @@
 //! under background noise, and a healthy fabric under noise. Scored by the run's own summary,
 //! epoch by epoch against the schedule.
 
+use canary_controller::config::Pipeline;
 use canary_controller::report::FaultTimingReport;
 use canary_controller::simulate::{run, SimulateOptions, SimulationResult};
-use canary_core::decide::DecisionParams;
 use std::path::PathBuf;
 
 fn fault_file(name: &str, text: &str) -> PathBuf {
@@ -23,10 +23,10 @@ fn simulate(topology: &str, faults: &str, epochs: u32, seed: u64, noise: f64) ->
         epochs,
         seed,
         noise,
-        decision: Some(DecisionParams {
-            background: noise.max(1e-5),
+        pipeline: Pipeline {
+            background: Some(noise.max(1e-5)),
             ..Default::default()
-        }),
+        },
         ..Default::default()
     };
     run(&opts, |_| {}).expect("simulation runs")

@@ -81,7 +81,7 @@ impl Setup {
             .unwrap()
             .bind(&self.switches, &prep.topo)
             .unwrap();
-        let p4 = canary_controller::daemon::load_p4(Some(&self.p4dir)).unwrap();
+        let p4 = canary_controller::daemon::load_p4(&self.p4dir).unwrap();
         let program =
             Arc::new(Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone()).unwrap());
         View {

@@ -12,11 +12,12 @@ mod fabric_loop;
 mod p4;
 mod sink;
 
-pub use p4::{load_p4, P4Artifacts};
+pub use p4::{load_p4, P4Artifacts, BMV2_FILES};
 
 use crate::cluster::wire::Parts;
 use crate::cluster::ClusterConfig;
-use crate::controller::{localizer_params, ControllerConfig};
+use crate::config::{Pipeline, RunConfig};
+use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
 use crate::metrics::{self, Metrics};
 use crate::report::EpochReport;
@@ -24,11 +25,8 @@ use crate::report_file::ReportFile;
 use crate::setup::{load_topology, prepare};
 use crate::simulate::SimulationResult;
 use crate::standby;
-use canary_core::decide::DecisionParams;
 use canary_core::fault::{self, Fault};
 use canary_core::pathbf::PathBfParams;
-use canary_core::select::SelectionParams;
-use canary_core::topo::MonitorPlacement;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
 use canary_switch::drivers::tofino::{self, TofinoDriver, TofinoOptions};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
@@ -40,7 +38,10 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
+)]
+#[serde(rename_all = "lowercase")]
 pub enum Target {
     /// BMv2 simple_switch_grpc: P4Runtime + Thrift register harvest.
     Bmv2,
@@ -48,13 +49,14 @@ pub enum Target {
     Tofino,
 }
 
+/// A run as the daemon takes it: the checked configuration ([`RunConfig`]) with its times and
+/// the drivers' options worked out.
 #[derive(Clone, Debug)]
 pub struct RunOptions {
     pub topology: String,
-    pub monitors: Option<MonitorPlacement>,
     pub target: Target,
     pub switches: PathBuf,
-    /// Directory with canary.json and canary.p4info.bin; `None`: compile p4src now.
+    /// BMv2: the compiled program's directory (canary.json, canary.p4info.bin).
     pub p4: Option<PathBuf>,
     pub epoch: Duration,
     /// 0: until shut down.
@@ -67,17 +69,7 @@ pub struct RunOptions {
     pub metrics: Option<String>,
     /// Serve the live page here.
     pub http: Option<String>,
-    pub selection: SelectionParams,
-    pub groups: usize,
-    pub floor: f64,
-    pub window: usize,
-    pub min_lossy_epochs: u32,
-    /// Which segments are lossy (`None`: the paper's floor and n′ rule).
-    pub decision: Option<DecisionParams>,
-    /// Watch segments in rounds of this many epochs when the switches cannot count them all.
-    pub watch_dwell: Option<u32>,
-    /// Every segment the localizer weighed, in each epoch's report.
-    pub report_observations: bool,
+    pub pipeline: Pipeline,
     pub bmv2: Bmv2Options,
     pub tofino: TofinoOptions,
     /// A switch whose harvest takes longer is left out of the epoch.
@@ -90,6 +82,50 @@ pub struct RunOptions {
     pub quiet: bool,
     /// Run decoding, joins and localization on a cluster's workers.
     pub cluster: Option<(ClusterConfig, Parts)>,
+}
+
+impl RunOptions {
+    /// The options of a configuration that passed [`RunConfig::check`].
+    pub fn of(c: &RunConfig) -> Result<Self> {
+        let required = |v: Option<String>, key: &str| {
+            v.ok_or_else(|| Error::given(format!("--{key}"), "required"))
+        };
+        Ok(Self {
+            topology: required(c.topology.clone(), "topology")?,
+            target: c.target,
+            switches: required(
+                c.switches.as_ref().map(|p| p.display().to_string()),
+                "switches",
+            )?
+            .into(),
+            p4: c.p4.clone(),
+            epoch: c.epoch(),
+            epochs: c.epochs,
+            drain: Duration::from_millis(c.drain_ms),
+            report: c.report.clone(),
+            json: c.json.clone(),
+            faults: c.faults.clone(),
+            metrics: c.metrics.clone(),
+            http: c.http.clone(),
+            pipeline: c.pipeline.clone(),
+            bmv2: Bmv2Options {
+                election_id: u128::from(c.election_id),
+                attach: !c.role.is_empty(),
+                role: c.role.clone(),
+                ..Default::default()
+            },
+            tofino: TofinoOptions {
+                p4_name: c.p4_name.clone(),
+                client_id: c.client_id,
+                ..Default::default()
+            },
+            harvest_deadline: c.harvest_deadline(),
+            connect_patience: Duration::from_secs(c.connect_timeout_s),
+            fresh: c.fresh,
+            quiet: c.quiet,
+            cluster: c.cluster.config()?,
+        })
+    }
 }
 
 /// Runs the daemon until `opts.epochs` epochs are done or `shutdown` resolves. Returns the same
@@ -106,7 +142,7 @@ pub async fn run(
              bf_switchd loaded and configures the switch itself",
         ));
     }
-    let topo = load_topology(&opts.topology, opts.monitors)?;
+    let topo = load_topology(&opts.topology, opts.pipeline.monitors)?;
     let faults: Vec<Fault> = match &opts.faults {
         None => vec![],
         Some(f) if f == "none" => vec![],
@@ -159,7 +195,13 @@ pub async fn run(
     };
     match opts.target {
         Target::Bmv2 => {
-            let p4 = load_p4(opts.p4.as_deref())?;
+            let dir = opts.p4.as_deref().ok_or_else(|| {
+                Error::given(
+                    "--p4",
+                    "required with --target bmv2: the compiled program's directory",
+                )
+            })?;
+            let p4 = load_p4(dir)?;
             let program = Arc::new(
                 Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone())
                     .map_err(Error::switches)?,
@@ -222,10 +264,14 @@ pub async fn run(
             // answers, and every switch must run the same build.
             let deadline = tokio::time::Instant::now() + opts.connect_patience;
             let program = loop {
-                match tofino::fetch_program(&bound[0], &opts.tofino).await {
+                let attempt = tokio::select! {
+                    r = tofino::fetch_program(&bound[0], &opts.tofino) => r,
+                    _ = &mut shutdown => return Ok(sink.result(&prep, &faults, &opts)),
+                };
+                match attempt {
                     Ok(p) => break Arc::new(p),
                     Err(e) if tokio::time::Instant::now() < deadline => {
-                        tracing::info!("waiting for {}: {e}", bound[0].name);
+                        tracing::info!(switch = %bound[0].name, "waiting for switch: {e}");
                         tokio::time::sleep(Duration::from_millis(500)).await;
                     }
                     Err(e) => {
@@ -277,17 +323,7 @@ pub async fn run(
 }
 
 fn controller_config(opts: &RunOptions) -> ControllerConfig {
-    ControllerConfig {
-        epoch: opts.epoch,
-        drain: opts.drain,
-        window: opts.window,
-        min_lossy_epochs: opts.min_lossy_epochs,
-        decision: opts.decision,
-        selection: opts.selection,
-        canary: localizer_params(opts.groups, false, opts.floor, opts.decision),
-        watch_dwell: opts.watch_dwell,
-        report_observations: opts.report_observations,
-    }
+    opts.pipeline.controller_config(opts.epoch, opts.drain)
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

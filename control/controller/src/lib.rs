@@ -7,6 +7,7 @@
 //! (package `canary`) dispatches to both.
 
 pub mod cluster;
+pub mod config;
 pub mod controller;
 pub mod daemon;
 pub mod draw;

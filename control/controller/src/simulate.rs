@@ -3,17 +3,16 @@
 
 use crate::cluster::wire::Parts;
 use crate::cluster::{ClusterConfig, ClusterStages};
-use crate::controller::{localizer_params, Controller, ControllerConfig};
+use crate::config::Pipeline;
+use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
 use crate::setup::{load_fault_plan, load_topology, prepare};
-use canary_core::decide::DecisionParams;
 use canary_core::fault::{background, link_losses, out_of_service_at, with_faults, Fault};
 use canary_core::localize::Localizer;
 use canary_core::pathbf::PathBfParams;
 use canary_core::score::{as_scored, over_time, Score};
-use canary_core::select::SelectionParams;
-use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
+use canary_core::topo::{LinkIx, Topology};
 use canary_sim::{SimConfig, SimFabric};
 use rand::SeedableRng;
 use serde::{Deserialize, Serialize};
@@ -25,27 +24,17 @@ pub struct SimulateOptions {
     pub faults: String,
     pub epochs: u32,
     pub seed: u64,
-    pub selection: SelectionParams,
-    pub eta: u32,
-    pub groups: usize,
+    /// Selection, detection and localization: what `canary run` takes too.
+    pub pipeline: Pipeline,
+    /// Equal-count loss groups instead of fixed loss ranges (Fig. 9).
     pub quantile_groups: bool,
-    pub floor: f64,
-    pub monitors: Option<MonitorPlacement>,
     pub noise: f64,
     pub epoch: Duration,
-    pub window: usize,
-    pub min_lossy_epochs: u32,
-    /// Which segments are lossy (`None`: the paper's floor and n′ rule).
-    pub decision: Option<DecisionParams>,
     pub elephants_per_host: u32,
     pub mice_per_host: u32,
     /// Share of the flows over IPv6.
     pub ipv6_share: f64,
     pub pathbf: PathBfParams,
-    /// Watch segments in rounds of this many epochs when the switches cannot count them all.
-    pub watch_dwell: Option<u32>,
-    /// Every segment the localizer weighed, in each epoch's report.
-    pub report_observations: bool,
     /// Run decoding, joins and localization on a cluster's workers.
     pub cluster: Option<(ClusterConfig, Parts)>,
 }
@@ -57,23 +46,14 @@ impl Default for SimulateOptions {
             faults: "random:10%".into(),
             epochs: 10,
             seed: 1,
-            selection: SelectionParams::default(),
-            eta: 16,
-            groups: 5,
+            pipeline: Pipeline::default(),
             quantile_groups: false,
-            floor: 0.001,
-            monitors: None,
             noise: 0.0,
             epoch: Duration::from_millis(100),
-            watch_dwell: None,
-            window: 5,
-            min_lossy_epochs: 1,
-            decision: Some(DecisionParams::default()),
             elephants_per_host: SimConfig::default().traffic.elephants.flows_per_host,
             mice_per_host: SimConfig::default().traffic.mice.flows_per_host,
             ipv6_share: 0.0,
             pathbf: PathBfParams::default(),
-            report_observations: false,
             cluster: None,
         }
     }
@@ -151,7 +131,7 @@ pub struct FullRun {
 }
 
 pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) -> Result<FullRun> {
-    let topo = load_topology(&opts.topology, opts.monitors)?;
+    let topo = load_topology(&opts.topology, opts.pipeline.monitors)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let (faults, maintenance) = load_fault_plan(&opts.faults, &topo, &mut rng)?;
     let bg = background(&topo, opts.noise, &mut rng);
@@ -165,21 +145,10 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     sim_cfg.traffic.mice.flows_per_host = opts.mice_per_host;
     sim_cfg.ipv6_share = opts.ipv6_share;
     let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss.clone(), sim_cfg);
-    let canary = localizer_params(opts.groups, opts.quantile_groups, opts.floor, opts.decision);
-    let cfg = ControllerConfig {
-        epoch: opts.epoch,
-        drain: fabric.drain_time(),
-        window: opts.window,
-        min_lossy_epochs: opts.min_lossy_epochs,
-        decision: opts.decision,
-        selection: SelectionParams {
-            eta: opts.eta,
-            ..opts.selection
-        },
-        canary,
-        watch_dwell: opts.watch_dwell,
-        report_observations: opts.report_observations,
-    };
+    let mut cfg = opts
+        .pipeline
+        .controller_config(opts.epoch, fabric.drain_time());
+    cfg.canary = opts.pipeline.localizer(opts.quantile_groups);
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, cfg);
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

@@ -42,6 +42,10 @@ pub async fn wait_until_no_primary(
     quiet: bool,
 ) -> u64 {
     let deadline = Instant::now() + patience;
+    tracing::info!(
+        switch = probe_name(probe),
+        "waiting for switch (asking who is primary)"
+    );
     let mut seen = 0u64;
     let mut standing_by = false;
     let mut seen_free = false;

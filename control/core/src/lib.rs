@@ -22,6 +22,7 @@ pub mod score;
 pub mod select;
 pub mod sketch;
 pub mod topo;
+pub mod yaml_error;
 
 pub use error::{Error, Result};
 pub use flow::FlowId;

@@ -94,6 +94,58 @@ pub fn port_map(bound: &[BoundSwitch]) -> PortMap {
     }
 }
 
+/// What is wrong with an endpoint before anything connects to it: an address that is not
+/// `HOST:PORT` with a port in 1..=65535, a TLS file that does not exist, a certificate without
+/// its key. `(field, why)`.
+fn endpoint_problem(ep: &SwitchEndpoint) -> Result<(), (String, String)> {
+    let address = |field: &str, a: &str| -> Result<(), (String, String)> {
+        let why = |w: String| Err((field.to_string(), format!("`{a}`: {w}")));
+        let Some((host, port)) = a.rsplit_once(':') else {
+            return why("not HOST:PORT (e.g. 127.0.0.1:9559)".into());
+        };
+        match port.parse::<u16>() {
+            Ok(p) if p > 0 => {}
+            _ => return why(format!("port `{port}` is not a number in 1..=65535")),
+        }
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let name_ok = host.parse::<std::net::IpAddr>().is_ok()
+            || (!host.is_empty()
+                && host
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || c == '-' || c == '.'));
+        if !name_ok {
+            return why(format!("`{host}` is neither an IP address nor a host name"));
+        }
+        Ok(())
+    };
+    address("grpc", &ep.grpc)?;
+    if let Some(t) = &ep.thrift {
+        address("thrift", t)?;
+    }
+    if let Some(tls) = &ep.tls {
+        let files = [
+            ("ca", Some(&tls.ca)),
+            ("cert", tls.cert.as_ref()),
+            ("key", tls.key.as_ref()),
+        ];
+        for (field, path) in files {
+            if let Some(p) = path.filter(|p| !p.is_file()) {
+                return Err((
+                    format!("tls.{field}"),
+                    format!("{}: no such file", p.display()),
+                ));
+            }
+        }
+        if tls.cert.is_some() != tls.key.is_some() {
+            return Err((
+                "tls".into(),
+                "a client certificate needs its key, and a key its certificate".into(),
+            ));
+        }
+    }
+    Ok(())
+}
+
 impl SwitchesFile {
     pub fn load(path: &str) -> Result<Self, SwitchesError> {
         let text =
@@ -112,7 +164,10 @@ impl SwitchesFile {
                 .unwrap_or_default();
             SwitchesError::Parse {
                 file: file.into(),
-                detail: format!("{path}{line}: {inner}"),
+                detail: format!(
+                    "{path}{line}: {}",
+                    canary_core::yaml_error::without_location(&inner.to_string())
+                ),
             }
         })
     }
@@ -152,6 +207,9 @@ impl SwitchesFile {
                     ),
                 ));
             }
+            endpoint_problem(ep).map_err(|(field, detail)| {
+                invalid(format!("switches.{}.{field}", sw.name), detail)
+            })?;
             let mut ports = SwitchPorts::default();
             let mut used: HashMap<u32, String> = HashMap::new();
             let mut take = |neighbor: &str| -> Result<u32, SwitchesError> {
@@ -260,6 +318,25 @@ mod tests {
             (
                 format!("{GOOD}  s3: {{grpc: a:1, device_id: 3, ports: {{}}}}\n"),
                 "no switch `s3` in topology",
+            ),
+            (
+                GOOD.replace("127.0.0.1:50002", "127.0.0.1:99999"),
+                "switches.s2.grpc: `127.0.0.1:99999`: port `99999` is not a number in 1..=65535",
+            ),
+            (
+                GOOD.replace("127.0.0.1:50002", "'not an address'"),
+                "switches.s2.grpc: `not an address`: not HOST:PORT",
+            ),
+            (
+                GOOD.replace("thrift: 127.0.0.1:9091", "thrift: '127.0.0.1:'"),
+                "switches.s1.thrift",
+            ),
+            (
+                GOOD.replace(
+                    "device_id: 2,",
+                    "device_id: 2, tls: {ca: /nonexistent/ca.pem},",
+                ),
+                "switches.s2.tls.ca: /nonexistent/ca.pem: no such file",
             ),
         ];
         for (text, want) in cases {

@@ -23,25 +23,17 @@ pub struct ControllerConfig {
     /// `Some(d)`: when the switches' meters cannot count β flows of every segment at once,
     /// watch the segments in rounds of `d` epochs (`canary_core::schedule`) and localize from
     /// each segment's latest watch. `None`: every segment every epoch.
-    pub watch_dwell: Option<u32>,
+    pub watch_round_epochs: Option<u32>,
     /// Put every segment the localizer weighed into each epoch's report
     /// ([`crate::report::EpochReport::observations`]): enough to replay its verdict.
     pub report_observations: bool,
 }
 
 impl Default for ControllerConfig {
+    /// The pipeline's defaults ([`crate::config::Pipeline`]), in 100 ms epochs drained for 1 ms.
     fn default() -> Self {
-        Self {
-            epoch: Duration::from_millis(100),
-            drain: Duration::from_millis(1),
-            window: 5,
-            min_lossy_epochs: 1,
-            decision: Some(DecisionParams::default()),
-            selection: SelectionParams::default(),
-            canary: CanaryParams::default(),
-            watch_dwell: None,
-            report_observations: false,
-        }
+        crate::config::Pipeline::default()
+            .controller_config(Duration::from_millis(100), Duration::from_millis(1))
     }
 }
 

@@ -9,7 +9,7 @@ impl Controller {
     /// Rounds of segments, when the switches' meters cannot count β flows of every segment at
     /// once and the configuration allows it.
     pub(super) fn plan_watch(&mut self, capacity: &canary_core::capacity::Capacity, first: u64) {
-        let Some(dwell) = self.cfg.watch_dwell else {
+        let Some(dwell) = self.cfg.watch_round_epochs else {
             return;
         };
         let budget = WatchBudget::of(capacity, self.cfg.selection.beta);

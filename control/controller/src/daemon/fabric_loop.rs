@@ -80,6 +80,9 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
             sink.metrics.set_primary(false);
             return Ok(Ended::Demoted(why.to_string()));
         }
+        if sink.epochs.len() == first {
+            tracing::info!(epoch = r.epoch, "first epoch reported");
+        }
         sink.metrics
             .observe(&ctl, &r, fabric.counters.digests_dropped);
         sink.emit(r, opts.quiet)?;

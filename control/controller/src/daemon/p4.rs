@@ -1,5 +1,6 @@
-//! The P4 program the daemon gives BMv2: read from a directory, or compiled from `p4src/`
-//! when none is given. Apart from the run because the packet tests load it too.
+//! The P4 program the daemon gives BMv2: the compiled program's directory, as `bmv2/build.sh DIR`
+//! writes it and an install puts it (docs/run.md). Nothing is compiled at run time. Apart from
+//! the run because the packet tests load it too.
 
 use crate::error::{Error, Result};
 use canary_switch::p4info::P4InfoIndex;
@@ -9,47 +10,36 @@ use std::path::Path;
 pub struct P4Artifacts {
     pub device_config: Vec<u8>,
     pub p4info: P4InfoIndex,
-    _tmp: Option<tempfile::TempDir>,
 }
 
-/// Reads `dir`, or compiles `p4src/` with `bmv2/build.sh` when no directory is given.
-pub fn load_p4(dir: Option<&Path>) -> Result<P4Artifacts> {
-    let (dir, tmp) = match dir {
-        Some(d) => (d.to_path_buf(), None),
-        None => {
-            let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bmv2/build.sh");
-            if !script.exists() {
-                return Err(Error::given(
-                    "--p4",
-                    "no --p4 DIR given and no bmv2/build.sh next to this build to compile one",
-                ));
-            }
-            let tmp =
-                tempfile::tempdir().map_err(|e| Error::io("a directory for the P4 build", e))?;
-            let out = std::process::Command::new(&script)
-                .arg(tmp.path())
-                .output()
-                .map_err(|e| Error::io(format!("running {}", script.display()), e))?;
-            let json = tmp.path().join("canary.json");
-            if !out.status.success() || !json.exists() {
-                return Err(Error::given(
-                    script.display(),
-                    format!(
-                        "compiling the P4 program failed (is p4c on PATH?):\n{}",
-                        String::from_utf8_lossy(&out.stderr)
-                    ),
-                ));
-            }
-            (tmp.path().to_path_buf(), Some(tmp))
-        }
-    };
-    let json = dir.join("canary.json");
+/// The files of a compiled program's directory.
+pub const BMV2_FILES: [&str; 2] = ["canary.json", "canary.p4info.bin"];
+
+/// Reads the compiled program in `dir`; an error names the directory and the file missing.
+pub fn load_p4(dir: &Path) -> Result<P4Artifacts> {
+    let what = || format!("--p4 {}", dir.display());
+    if !dir.is_dir() {
+        return Err(Error::given(
+            what(),
+            format!(
+                "no such directory: give the compiled program's directory, with {} \
+                 (`bmv2/build.sh DIR` writes them)",
+                BMV2_FILES.join(" and ")
+            ),
+        ));
+    }
+    if let Some(missing) = BMV2_FILES.iter().find(|f| !dir.join(f).is_file()) {
+        return Err(Error::given(
+            what(),
+            format!("no {missing} in it (`bmv2/build.sh DIR` writes the compiled program)"),
+        ));
+    }
+    let json = dir.join(BMV2_FILES[0]);
     let device_config = std::fs::read(&json)
         .map_err(|e| Error::io(format!("cannot read the BMv2 JSON {}", json.display()), e))?;
-    let p4info = P4InfoIndex::load(&dir.join("canary.p4info.bin")).map_err(Error::switches)?;
+    let p4info = P4InfoIndex::load(&dir.join(BMV2_FILES[1])).map_err(Error::switches)?;
     Ok(P4Artifacts {
         device_config,
         p4info,
-        _tmp: tmp,
     })
 }

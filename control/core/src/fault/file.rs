@@ -53,7 +53,7 @@ pub fn parse(file: &str, text: &str, topo: &Topology) -> Result<Vec<Fault>, Faul
         let path = e.path().to_string();
         err(
             if path == "." { "document".into() } else { path },
-            e.into_inner().to_string(),
+            crate::yaml_error::message(&e.into_inner().to_string()).to_string(),
         )
     })?;
     let mut out: Vec<Fault> = Vec::new();

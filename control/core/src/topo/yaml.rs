@@ -107,7 +107,7 @@ pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
         TopologyFileError::Syntax {
             file: file.to_string(),
             path: if path == "." { "document".into() } else { path },
-            msg: e.into_inner().to_string(),
+            msg: crate::yaml_error::message(&e.into_inner().to_string()).to_string(),
         }
     })?;
     build(file, parsed)

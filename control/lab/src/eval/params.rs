@@ -42,10 +42,5 @@ pub(super) fn vote007_for(opts: &EvalOptions) -> Vote007 {
 
 /// Canary's localizer parameters as `run_full` sets them (groups and floor).
 pub(super) fn canary_params(sim: &SimulateOptions) -> CanaryParams {
-    canary_controller::controller::localizer_params(
-        sim.groups,
-        sim.quantile_groups,
-        sim.floor,
-        sim.decision,
-    )
+    sim.pipeline.localizer(sim.quantile_groups)
 }

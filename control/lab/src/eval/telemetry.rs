@@ -26,7 +26,7 @@ pub(super) const STREAM_DETECTOR: u64 = 3;
 
 /// The topology, faults and loss vector of a seed, drawn as `run_full` draws them.
 pub fn draw_fabric(sim: &SimulateOptions) -> Result<(Topology, Vec<Fault>, Vec<f64>)> {
-    let topo = load_topology(&sim.topology, sim.monitors)?;
+    let topo = load_topology(&sim.topology, sim.pipeline.monitors)?;
     let mut rng = ChaCha8Rng::seed_from_u64(sim.seed);
     let faults = load_faults(&sim.faults, &topo, &mut rng)?;
     let loss = loss_vector(&topo, &faults, sim.noise, &mut rng);
@@ -35,7 +35,7 @@ pub fn draw_fabric(sim: &SimulateOptions) -> Result<(Topology, Vec<Fault>, Vec<f
 
 /// The per-link background loss of a seed, drawn as `run_full` draws it (after the faults).
 pub(super) fn draw_background(sim: &SimulateOptions) -> Result<Vec<f64>> {
-    let topo = load_topology(&sim.topology, sim.monitors)?;
+    let topo = load_topology(&sim.topology, sim.pipeline.monitors)?;
     let mut rng = ChaCha8Rng::seed_from_u64(sim.seed);
     load_faults(&sim.faults, &topo, &mut rng)?;
     Ok(fault::background(&topo, sim.noise, &mut rng))

@@ -27,6 +27,9 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
         let deadline = Instant::now() + patience;
         let (epoch, attach_only, adopt) = (self.epoch, self.opts.attach_only, self.opts.adopt);
         let mut resumed = Resumed::default();
+        for s in self.slots.iter().filter(|s| !s.up) {
+            tracing::info!(switch = s.driver.name(), "waiting for switch");
+        }
         loop {
             let pending: Vec<&mut Slot<D>> = self.slots.iter_mut().filter(|s| !s.up).collect();
             let results = join_all(pending.into_iter().map(|s| async move {
@@ -40,6 +43,9 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             .await;
             let mut errors = Vec::new();
             for (ix, monitor, name, r) in results {
+                if r.is_ok() {
+                    tracing::info!(switch = %name, "switch connected");
+                }
                 match r {
                     Ok(Up::Adopted(tag, rules)) => {
                         if monitor {

@@ -123,11 +123,63 @@ pub(super) fn rpc_error(switch: &str, op: &'static str, s: tonic::Status) -> P4R
 
 /// The causes under `e`, which its own message leaves out.
 pub(super) fn source_chain(e: &dyn std::error::Error) -> String {
-    let mut parts = Vec::new();
+    let mut parts: Vec<String> = Vec::new();
+    let mut said = e.to_string();
     let mut cur = e.source();
     while let Some(s) = cur {
-        parts.push(s.to_string());
+        push_once(&mut parts, &mut said, s.to_string());
         cur = s.source();
     }
     parts.join(": ")
+}
+
+/// Adds `part` to a chain unless the chain says it already: some errors repeat their source in
+/// their own message (`tcp connect error: Connection refused`, then `Connection refused`), and
+/// some wrap an error that says the same (`tcp connect error`, then `tcp connect error`).
+fn push_once(parts: &mut Vec<String>, said: &mut String, part: String) {
+    if said.contains(&part) {
+        return;
+    }
+    if let Some(last) = parts.last_mut() {
+        if part.starts_with(last.as_str()) {
+            said.push_str(&part);
+            *last = part;
+            return;
+        }
+    }
+    said.push_str(&part);
+    parts.push(part);
+}
+
+#[cfg(test)]
+mod chain_tests {
+    use super::*;
+
+    #[derive(Debug)]
+    struct E(&'static str, Option<Box<E>>);
+    impl std::fmt::Display for E {
+        fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+            f.write_str(self.0)
+        }
+    }
+    impl std::error::Error for E {
+        fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+            self.1.as_deref().map(|e| e as _)
+        }
+    }
+
+    #[test]
+    fn a_chain_says_each_cause_once() {
+        let e = E(
+            "transport error",
+            Some(Box::new(E(
+                "tcp connect error",
+                Some(Box::new(E(
+                    "tcp connect error: Connection refused",
+                    Some(Box::new(E("Connection refused", None))),
+                ))),
+            ))),
+        );
+        assert_eq!(source_chain(&e), "tcp connect error: Connection refused");
+    }
 }
