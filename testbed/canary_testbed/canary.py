@@ -21,21 +21,22 @@ class CanaryError(Exception):
 
 def find(given=None):
     """The canary binary: `given`, $CANARY_BIN, the newest build of this repository (under
-    $CARGO_TARGET_DIR or target/), or `canary` on PATH."""
+    $CARGO_TARGET_DIR or target/) that has the testbed's subcommands, or `canary` on PATH."""
     if given:
         return given
     if os.environ.get("CANARY_BIN"):
         return os.environ["CANARY_BIN"]
     roots = [os.environ.get("CARGO_TARGET_DIR"), os.path.join(REPO, "target")]
     built = [os.path.join(r, p, "canary") for r in roots if r for p in ("debug", "release")]
-    built = [b for b in built if os.access(b, os.X_OK)]
-    if built:
-        return max(built, key=os.path.getmtime)
+    built = sorted((b for b in built if os.access(b, os.X_OK)), key=os.path.getmtime,
+                   reverse=True)
     on_path = shutil.which("canary")
-    if on_path:
-        return on_path
-    raise CanaryError("no canary binary: give --canary BIN, set CANARY_BIN, or "
-                      "`cargo build -p canary`")
+    for b in built + ([on_path] if on_path else []):
+        # A build older than `canary decision` would fail later, and less clearly.
+        if subprocess.run([b, "decision"], capture_output=True).returncode == 0:
+            return b
+    raise CanaryError("no canary binary with `canary faults` and `canary decision`: give "
+                      "--canary BIN, set CANARY_BIN, or `cargo build -p canary`")
 
 
 def call(binary, args, stdin=None):

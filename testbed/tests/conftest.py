@@ -16,21 +16,12 @@ sys.path.insert(0, TESTBED)
 from canary_testbed import canary  # noqa: E402
 
 
-def _answers(binary):
-    try:
-        return subprocess.run([binary, "decision"], capture_output=True).returncode == 0
-    except OSError:
-        return False
-
-
 @pytest.fixture(scope="session")
 def canary_bin():
     try:
-        binary = canary.find()
+        return canary.find()
     except canary.CanaryError:
-        binary = None
-    if binary and _answers(binary):
-        return binary
+        pass
     if subprocess.run(["cargo", "--version"], capture_output=True).returncode != 0:
         pytest.skip("no canary binary with `decision` and no cargo to build one")
     subprocess.run(["cargo", "build", "-q", "-p", "canary"], cwd=REPO, check=True)
