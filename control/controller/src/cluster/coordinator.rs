@@ -8,7 +8,7 @@ use crate::controller::Controller;
 use crate::report::{ClusterReport, EpochReport};
 use async_nats::jetstream::consumer::{self, pull};
 use async_nats::jetstream::{self, Context};
-use canary_core::detect::{EpochDetection, Expected, MmEntries, Observations, ObservedSegment};
+use canary_core::detect::{DsmEntry, EpochDetection, MmEntries, Observations, ObservedSegment};
 use canary_core::fabric::MeterSnapshot;
 use canary_core::localize::{Canary, CanaryParams, SubVerdict, Verdict};
 use canary_core::pathbf::{PathBfCodec, PathBfParams};
@@ -138,12 +138,12 @@ impl ClusterStages {
 
     /// One switch's harvest of this epoch, kept (without its empty buckets) until
     /// [`ClusterStages::detect`] sends it to its harvest partition.
-    /// Takes one switch's harvest for its harvest partition, with the flows `expected` there
-    /// (their absence is loss: `SwitchRecords::decode_expecting`).
-    pub fn harvested(&mut self, snap: &MeterSnapshot, expected: &[Expected]) {
+    /// Takes one switch's harvest for its harvest partition, with the records of the flows
+    /// expected there that it proves vanished (`detect::vanished`: their absence is loss).
+    pub fn harvested(&mut self, snap: &MeterSnapshot, vanished: Vec<DsmEntry>) {
         let h = snap.switch % self.parts.harvest;
         let mut w = WireSnapshot::of(snap);
-        w.expected = expected.to_vec();
+        w.vanished = vanished;
         self.regs[h as usize].push(w);
     }
 

@@ -132,8 +132,10 @@ pub struct WireSnapshot {
     pub epoch: u64,
     pub usm: SparseMeter<canary_core::sketch::UsmBucket>,
     pub dsm: SparseMeter<canary_core::sketch::DsmBucket>,
-    /// The monitored flows expected at this switch (`SwitchRecords::decode_expecting`).
-    pub expected: Vec<canary_core::detect::Expected>,
+    /// The DSM records of the flows expected at this switch that its DSM proves never arrived
+    /// (`detect::vanished`, found by the controller, which holds the snapshot: far fewer bytes
+    /// than the expected flows themselves).
+    pub vanished: Vec<canary_core::detect::DsmEntry>,
 }
 
 impl WireSnapshot {
@@ -143,15 +145,15 @@ impl WireSnapshot {
             epoch: s.epoch,
             usm: SparseMeter::of(&s.usm),
             dsm: SparseMeter::of(&s.dsm),
-            expected: Vec::new(),
+            vanished: Vec::new(),
         }
     }
 
-    /// The snapshot, and the flows expected at its switch.
+    /// The snapshot, and the records of its vanished flows.
     pub fn snapshot(
         self,
         subject: &str,
-    ) -> Result<(MeterSnapshot, Vec<canary_core::detect::Expected>), ClusterError> {
+    ) -> Result<(MeterSnapshot, Vec<canary_core::detect::DsmEntry>), ClusterError> {
         let snap = MeterSnapshot {
             switch: self.switch,
             epoch: self.epoch,
@@ -159,7 +161,7 @@ impl WireSnapshot {
             usm: self.usm.meter(subject)?,
             dsm: self.dsm.meter(subject)?,
         };
-        Ok((snap, self.expected))
+        Ok((snap, self.vanished))
     }
 }
 

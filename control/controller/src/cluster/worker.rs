@@ -204,15 +204,15 @@ async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
         };
         let mut out: Vec<Vec<SwitchRecords>> = vec![Vec::new(); parts as usize];
         for snap in regs.switches {
-            let (snap, expected) = match snap.snapshot(&subject) {
+            let (snap, vanished) = match snap.snapshot(&subject) {
                 Ok(s) => s,
                 Err(e) => {
                     tracing::error!("{e}: switch left out");
                     continue;
                 }
             };
-            let records =
-                SwitchRecords::decode_expecting(&run.segments, &run.codec, &snap, &expected);
+            let mut records = SwitchRecords::decode(&run.segments, &run.codec, &snap);
+            records.dsm.extend(vanished);
             for (j, part) in records.split(|s| partition_of(s, parts)) {
                 out[j as usize].push(part);
             }

@@ -2,7 +2,7 @@
 //! records as they arrive), and which switches' segments sit the epoch out.
 
 use super::Controller;
-use canary_core::detect::{expected_by_downstream, SwitchRecords};
+use canary_core::detect::{expected_by_downstream, vanished, SwitchRecords};
 use canary_core::fabric::{Fabric, SwitchError};
 use canary_core::topo::SwitchIx;
 use std::collections::{BTreeMap, HashSet};
@@ -70,7 +70,10 @@ impl Controller {
         fabric
             .harvest_each(finished, &mut |s, r| match r {
                 Ok(snap) if !skip.contains(&s) => match cluster {
-                    Some(c) => c.harvested(&snap, expected.get(&s).unwrap_or(&none)),
+                    Some(c) => {
+                        let here = expected.get(&s).unwrap_or(&none);
+                        c.harvested(&snap, vanished(segments, &snap, here).collect())
+                    }
                     None => records.push(SwitchRecords::decode_expecting(
                         segments,
                         codec,

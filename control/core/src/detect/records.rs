@@ -21,7 +21,8 @@ pub struct DsmEntry {
     pub count: u32,
     /// The flow was expected on this segment and the DSM proves none of its packets arrived
     /// ([`SwitchRecords::decode_expecting`]): whatever its USM counted was lost on the way.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    /// Always written: records cross the cluster in postcard, which has no optional fields.
+    #[serde(default)]
     pub vanished: bool,
 }
 
