@@ -6,7 +6,7 @@ use crate::report::{
     ClearedLink, DeviceReport, LinkReport, SegmentChange, SegmentReport, SwitchEvent, TableFull,
 };
 use canary_core::decide::{total_observations, Change, Cleared};
-use canary_core::detect::{observations, some_flows_only, MmEntries, Observations};
+use canary_core::detect::{observations, some_flows_only, MmEntries, MmEntry, Observations};
 use canary_core::localize::Verdict;
 use canary_core::score::{devices, wilson};
 use canary_core::topo::{LinkIx, SwitchIx};
@@ -153,17 +153,23 @@ impl Controller {
         obs: &Observations,
         entries: Option<&MmEntries>,
     ) -> Vec<LinkReport> {
+        // Each blamed link's entries, in one pass over the epoch's entries.
+        let mut of_link: BTreeMap<LinkIx, Vec<&MmEntry>> =
+            v.blamed.iter().map(|b| (b.link, Vec::new())).collect();
+        for e in entries.into_iter().flat_map(|es| es.iter()) {
+            for l in &self.segments.get(e.segment).links {
+                if let Some(list) = of_link.get_mut(l) {
+                    list.push(e);
+                }
+            }
+        }
         v.blamed
             .iter()
             .map(|b| {
                 let [a, c] = self.topo.link_names(b.link);
                 let sent = sent_through(obs, b.link);
-                let flows = entries.and_then(|es| {
-                    let through = es
-                        .iter()
-                        .filter(|e| self.segments.get(e.segment).links.contains(&b.link));
-                    some_flows_only(through, b.loss)
-                });
+                let flows =
+                    entries.and_then(|_| some_flows_only(of_link[&b.link].iter().copied(), b.loss));
                 LinkReport {
                     link: [a.to_string(), c.to_string()],
                     loss: b.loss,
