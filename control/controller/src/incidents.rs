@@ -10,6 +10,7 @@
 
 mod error;
 mod filter;
+mod journal;
 mod render;
 mod store;
 mod track;
@@ -17,6 +18,7 @@ mod wall;
 
 pub use error::IncidentsError;
 pub use filter::{Filter, Since};
+pub use journal::Journal;
 pub use render::{render_incident, render_table};
 pub use store::{default_path, Store};
 pub use track::{rebuild, TrackConfig, Tracker};

@@ -203,3 +203,99 @@ impl Store {
         Ok(out)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::super::{Journal, State};
+    use super::*;
+    use crate::report::{EpochReport, LinkReport};
+
+    fn epoch(e: u64, blamed: &[(&str, &str)]) -> EpochReport {
+        let mut r = EpochReport::missed(e, 8, String::new());
+        r.incomplete = None;
+        r.blamed = blamed
+            .iter()
+            .map(|(a, b)| LinkReport {
+                link: [a.to_string(), b.to_string()],
+                loss: 0.1,
+                stage: Some(1),
+                ci95: None,
+                since: None,
+            })
+            .collect();
+        r
+    }
+
+    #[test]
+    fn the_default_database_is_beside_the_report() {
+        assert_eq!(
+            default_path(Path::new("/var/lib/canary/run.jsonl")),
+            Path::new("/var/lib/canary/run.incidents.sqlite")
+        );
+        assert_eq!(
+            default_path(Path::new("run.json")),
+            Path::new("run.incidents.sqlite")
+        );
+    }
+
+    #[test]
+    fn a_reopened_database_continues_the_same_incidents() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.incidents.sqlite");
+        let cfg = TrackConfig::default();
+        let mut j = Journal::open(&path, cfg).unwrap();
+        j.observe(&epoch(0, &[("a", "b")]), Some("2026-11-27T10:42:00Z"))
+            .unwrap();
+        j.observe(&epoch(1, &[("a", "b"), ("c", "d")]), None).unwrap();
+        j.observe(&epoch(2, &[("c", "d")]), None).unwrap();
+        drop(j);
+        // A new process: the same ids go on, and a→b, clear since epoch 2, flaps.
+        let mut j = Journal::open(&path, cfg).unwrap();
+        let out = j.observe(&epoch(3, &[("a", "b"), ("c", "d")]), None).unwrap();
+        let got: Vec<(u64, State, u32)> = out.iter().map(|i| (i.id, i.state, i.episodes)).collect();
+        assert_eq!(got, [(1, State::Flapping, 2), (2, State::Ongoing, 1)]);
+        // Epoch 3 again (the report read twice) changes nothing.
+        assert!(j.observe(&epoch(3, &[]), None).unwrap().is_empty());
+        let read = Store::open_read_only(&path).unwrap();
+        assert_eq!(read.last_epoch().unwrap(), Some(3));
+        let all = read.all().unwrap();
+        assert_eq!(all.len(), 2);
+        assert_eq!(all[0].first_at.as_deref(), Some("2026-11-27T10:42:00Z"));
+        assert_eq!(read.get(2).unwrap().unwrap().state, State::Ongoing);
+        assert!(read.get(3).unwrap().is_none());
+    }
+
+    #[test]
+    fn a_restart_catches_up_the_epochs_the_report_has_and_the_database_not() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.incidents.sqlite");
+        let report = dir.path().join("r.jsonl");
+        let mut j = Journal::open(&path, TrackConfig::default()).unwrap();
+        j.observe(&epoch(0, &[("a", "b")]), None).unwrap();
+        // Killed after writing epoch 1's report line, before its incidents.
+        let lines: String = [epoch(0, &[("a", "b")]), epoch(1, &[])]
+            .iter()
+            .map(|r| serde_json::to_string(r).unwrap() + "\n")
+            .collect();
+        std::fs::write(&report, lines).unwrap();
+        let mut j = Journal::open(&path, TrackConfig::default()).unwrap();
+        j.resume(Some(&report)).unwrap();
+        let all = j.all().unwrap();
+        assert_eq!((all[0].state, all[0].cleared_epoch), (State::Cleared, Some(1)));
+    }
+
+    #[test]
+    fn a_file_that_is_no_database_is_an_error_naming_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("not.sqlite");
+        std::fs::write(&path, "{\"epoch\": 1}\n".repeat(100)).unwrap();
+        let e = Store::open_read_only(&path)
+            .and_then(|s| s.all())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("not.sqlite"), "{e}");
+        let missing = dir.path().join("missing.sqlite");
+        let e = Store::open_read_only(&missing).err().unwrap().to_string();
+        assert!(e.contains("missing.sqlite"), "{e}");
+    }
+}
