@@ -3,11 +3,11 @@
 use crate::args::share;
 use anyhow::{Context, Result};
 use canary_controller::config::{Cluster, Names, Pipeline};
+use canary_controller::incidents::{self, Journal, State, TrackConfig};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
 use clap::Args;
-use canary_controller::incidents::{self, Journal, State, TrackConfig};
 use std::io::Write;
 use std::path::Path;
 use std::time::{Duration, SystemTime};

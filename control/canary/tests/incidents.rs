@@ -39,7 +39,11 @@ fn incidents_json(args: &[&str]) -> Vec<Value> {
 
 fn subject(i: &Value) -> String {
     let l = &i["subject"]["link"];
-    format!("{}->{}", l[0].as_str().unwrap_or("?"), l[1].as_str().unwrap_or("?"))
+    format!(
+        "{}->{}",
+        l[0].as_str().unwrap_or("?"),
+        l[1].as_str().unwrap_or("?")
+    )
 }
 
 /// A fault that comes and goes (3 epochs on, 3 off) is one incident, named flapping with its
@@ -83,7 +87,11 @@ fn a_flapping_fault_is_one_incident_named_flapping() {
     let flap = line("agg1_0→core1");
     assert!(flap.contains("flapping (4 episodes)"), "{table}");
     assert!(line("edge0_0→agg0_1").contains("ongoing"), "{table}");
-    assert_eq!(table.lines().count(), 3, "a header and two incidents:\n{table}");
+    assert_eq!(
+        table.lines().count(),
+        3,
+        "a header and two incidents:\n{table}"
+    );
 
     let from_db = incidents_json(&[db.to_str().unwrap()]);
     let from_json = incidents_json(&[json.to_str().unwrap()]);
@@ -111,13 +119,29 @@ fn a_flapping_fault_is_one_incident_named_flapping() {
     let only = incidents_json(&["--state", "flapping", db.to_str().unwrap()]);
     assert_eq!(only.len(), 1);
     let id = only[0]["id"].to_string();
-    let shown = ok(canary(&["incidents", "show", &id, "--db", db.to_str().unwrap()]));
-    assert!(shown.contains("agg1_0→core1") && shown.contains("flapping"), "{shown}");
+    let shown = ok(canary(&[
+        "incidents",
+        "show",
+        &id,
+        "--db",
+        db.to_str().unwrap(),
+    ]));
+    assert!(
+        shown.contains("agg1_0→core1") && shown.contains("flapping"),
+        "{shown}"
+    );
     let late = incidents_json(&["--since", "100", db.to_str().unwrap()]);
     let open = from_db.iter().filter(|i| i["blamed_now"] == true).count();
-    assert_eq!(late.len(), open, "only open incidents are open after epoch 100");
+    assert_eq!(
+        late.len(),
+        open,
+        "only open incidents are open after epoch 100"
+    );
     let since = from_db[0]["first_at"].as_str().unwrap();
-    assert_eq!(incidents_json(&["--since", since, db.to_str().unwrap()]).len(), 2);
+    assert_eq!(
+        incidents_json(&["--since", since, db.to_str().unwrap()]).len(),
+        2
+    );
     let bad = canary(&["incidents", faults.to_str().unwrap()]);
     let e = String::from_utf8_lossy(&bad.stderr);
     assert!(!bad.status.success() && e.contains("flap.yaml"), "{e}");
@@ -131,7 +155,15 @@ fn daemon(dir: &Path, switches: &Path, epochs: u32, log: &str) -> KillOnDrop {
         .arg("--switches")
         .arg(switches)
         .args(["--epochs", &epochs.to_string(), "--epoch-ms", "1000"])
-        .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20", "--quiet"])
+        .args([
+            "--drain-ms",
+            "20",
+            "--alpha",
+            "300",
+            "--beta",
+            "20",
+            "--quiet",
+        ])
         .arg("--report")
         .arg(dir.join("run.jsonl"))
         .stdout(Stdio::null())
@@ -150,10 +182,12 @@ fn wait_for_open(db: &Path, limit: Duration) -> Option<Value> {
             if out.status.success() {
                 let all: Value = serde_json::from_slice(&out.stdout).unwrap();
                 let open = all.as_array().unwrap().iter().find(|i| {
-                    subject(i) == "edge1_0->agg1_1" && i["blamed_now"] == true && i["last_epoch"]
-                        .as_u64()
-                        .zip(i["first_epoch"].as_u64())
-                        .is_some_and(|(l, f)| l > f)
+                    subject(i) == "edge1_0->agg1_1"
+                        && i["blamed_now"] == true
+                        && i["last_epoch"]
+                            .as_u64()
+                            .zip(i["first_epoch"].as_u64())
+                            .is_some_and(|(l, f)| l > f)
                 });
                 if let Some(i) = open {
                     return Some(i.clone());

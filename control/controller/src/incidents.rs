@@ -49,11 +49,7 @@ impl Subject {
 
     /// Another subject sharing a switch with this one.
     pub fn is_neighbour(&self, other: &Subject) -> bool {
-        self != other
-            && self
-                .switches()
-                .iter()
-                .any(|s| other.switches().contains(s))
+        self != other && self.switches().iter().any(|s| other.switches().contains(s))
     }
 }
 
@@ -71,8 +67,19 @@ impl fmt::Display for Subject {
 }
 
 /// Where an incident stands.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
-#[derive(clap::ValueEnum)]
+#[derive(
+    Clone,
+    Copy,
+    Debug,
+    PartialEq,
+    Eq,
+    PartialOrd,
+    Ord,
+    Hash,
+    Serialize,
+    Deserialize,
+    clap::ValueEnum,
+)]
 #[serde(rename_all = "lowercase")]
 pub enum State {
     /// Blamed for the first time in its latest epoch.

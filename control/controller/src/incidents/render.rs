@@ -48,8 +48,8 @@ pub fn render_table(incidents: &[Incident]) -> String {
     }
     let _ = writeln!(
         s,
-        "{:>4}  {:<24} {:<28} {:<32} {:<16} {:>7}  {:<25} {}",
-        "id", "state", "subject", "first epoch", "until", "peak", "current [95 %]", "age"
+        "{:>4}  {:<24} {:<28} {:<32} {:<16} {:>7}  {:<25} age",
+        "id", "state", "subject", "first epoch", "until", "peak", "current [95 %]"
     );
     for i in incidents {
         let _ = writeln!(

@@ -36,14 +36,17 @@ pub fn epochs_of(path: &Path) -> Result<Vec<EpochReport>> {
     struct Doc {
         epochs: Vec<EpochReport>,
     }
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| run_error(path, format!("cannot read: {e}")))?;
+    let text =
+        std::fs::read_to_string(path).map_err(|e| run_error(path, format!("cannot read: {e}")))?;
     let doc_error = match serde_json::from_str::<Doc>(&text) {
         Ok(d) => return Ok(d.epochs),
         Err(e) => e,
     };
     let mut epochs = Vec::new();
-    let lines = text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty());
+    let lines = text
+        .lines()
+        .enumerate()
+        .filter(|(_, l)| !l.trim().is_empty());
     for (n, line) in lines {
         match serde_json::from_str::<EpochReport>(line) {
             Ok(r) => epochs.push(r),

@@ -154,7 +154,10 @@ impl Store {
                     doc,
                 ],
             )
-            .map_err(IncidentsError::db(&path, format!("cannot write incident {}", i.id)))?;
+            .map_err(IncidentsError::db(
+                &path,
+                format!("cannot write incident {}", i.id),
+            ))?;
         }
         if let Some(e) = last_epoch {
             tx.execute(
@@ -163,8 +166,10 @@ impl Store {
             )
             .map_err(IncidentsError::db(&path, "cannot write its last epoch"))?;
         }
-        tx.commit()
-            .map_err(IncidentsError::db(&path, "cannot commit an epoch's incidents"))
+        tx.commit().map_err(IncidentsError::db(
+            &path,
+            "cannot commit an epoch's incidents",
+        ))
     }
 
     /// Every incident, by id.
@@ -246,12 +251,15 @@ mod tests {
         let mut j = Journal::open(&path, cfg).unwrap();
         j.observe(&epoch(0, &[("a", "b")]), Some("2026-11-27T10:42:00Z"))
             .unwrap();
-        j.observe(&epoch(1, &[("a", "b"), ("c", "d")]), None).unwrap();
+        j.observe(&epoch(1, &[("a", "b"), ("c", "d")]), None)
+            .unwrap();
         j.observe(&epoch(2, &[("c", "d")]), None).unwrap();
         drop(j);
         // A new process: the same ids go on, and a→b, clear since epoch 2, flaps.
         let mut j = Journal::open(&path, cfg).unwrap();
-        let out = j.observe(&epoch(3, &[("a", "b"), ("c", "d")]), None).unwrap();
+        let out = j
+            .observe(&epoch(3, &[("a", "b"), ("c", "d")]), None)
+            .unwrap();
         let got: Vec<(u64, State, u32)> = out.iter().map(|i| (i.id, i.state, i.episodes)).collect();
         assert_eq!(got, [(1, State::Flapping, 2), (2, State::Ongoing, 1)]);
         // Epoch 3 again (the report read twice) changes nothing.
@@ -281,7 +289,10 @@ mod tests {
         let mut j = Journal::open(&path, TrackConfig::default()).unwrap();
         j.resume(Some(&report)).unwrap();
         let all = j.all().unwrap();
-        assert_eq!((all[0].state, all[0].cleared_epoch), (State::Cleared, Some(1)));
+        assert_eq!(
+            (all[0].state, all[0].cleared_epoch),
+            (State::Cleared, Some(1))
+        );
     }
 
     #[test]

@@ -52,9 +52,15 @@ fn a_blame_is_new_then_ongoing_then_cleared_with_its_peak_and_times() {
     let off = t.observe(&epoch(6, vec![]), Some("T6"));
     assert_eq!(off.len(), 1);
     let i = &off[0];
-    assert_eq!((i.id, i.state, i.episodes), (first[0].id, State::Cleared, 1));
+    assert_eq!(
+        (i.id, i.state, i.episodes),
+        (first[0].id, State::Cleared, 1)
+    );
     assert!(!i.blamed_now);
-    assert_eq!((i.first_epoch, i.last_epoch, i.cleared_epoch), (3, 5, Some(6)));
+    assert_eq!(
+        (i.first_epoch, i.last_epoch, i.cleared_epoch),
+        (3, 5, Some(6))
+    );
     assert_eq!(i.cleared_at.as_deref(), Some("T6"));
     // Nothing changes while nothing is blamed.
     assert!(t.observe(&epoch(7, vec![]), None).is_empty());
@@ -64,7 +70,18 @@ fn a_blame_is_new_then_ongoing_then_cleared_with_its_peak_and_times() {
 fn a_link_blamed_again_within_the_window_flaps_and_counts_its_episodes() {
     let on = || vec![blame("a", "b", 0.1)];
     // Blamed 2 epochs, clear 3, blamed 2, clear 2, blamed 1: one incident, 3 episodes.
-    let epochs = [on(), on(), vec![], vec![], vec![], on(), on(), vec![], vec![], on()];
+    let epochs = [
+        on(),
+        on(),
+        vec![],
+        vec![],
+        vec![],
+        on(),
+        on(),
+        vec![],
+        vec![],
+        on(),
+    ];
     let all = run(TrackConfig { flap_window: 4 }, &epochs);
     assert_eq!(all.len(), 1, "{all:#?}");
     assert_eq!((all[0].state, all[0].episodes), (State::Flapping, 3));
@@ -74,7 +91,10 @@ fn a_link_blamed_again_within_the_window_flaps_and_counts_its_episodes() {
     let mut longer = epochs.to_vec();
     longer.push(vec![]);
     let all = run(TrackConfig { flap_window: 4 }, &longer);
-    assert_eq!((all[0].state, all[0].cleared_epoch), (State::Flapping, Some(10)));
+    assert_eq!(
+        (all[0].state, all[0].cleared_epoch),
+        (State::Flapping, Some(10))
+    );
     longer.extend(std::iter::repeat_n(vec![], 5));
     let all = run(TrackConfig { flap_window: 4 }, &longer);
     assert_eq!((all[0].state, all[0].episodes), (State::Cleared, 3));
@@ -90,7 +110,10 @@ fn a_link_blamed_again_after_the_window_is_a_new_incident() {
     let all = run(TrackConfig { flap_window: 2 }, &epochs);
     assert_eq!(all.len(), 2, "{all:#?}");
     assert_eq!((all[0].id, all[0].state), (1, State::Cleared));
-    assert_eq!((all[1].id, all[1].state, all[1].episodes), (2, State::New, 1));
+    assert_eq!(
+        (all[1].id, all[1].state, all[1].episodes),
+        (2, State::New, 1)
+    );
 }
 
 #[test]
@@ -105,7 +128,10 @@ fn a_blame_that_moves_to_a_neighbour_corrects_the_first_incident() {
     let all = run(TrackConfig::default(), &epochs);
     assert_eq!(all.len(), 2, "{all:#?}");
     assert_eq!(all[0].subject, link("agg1_1", "core2"));
-    assert_eq!((all[0].state, all[0].corrected_to), (State::Corrected, Some(2)));
+    assert_eq!(
+        (all[0].state, all[0].corrected_to),
+        (State::Corrected, Some(2))
+    );
     assert_eq!(all[1].subject, link("edge1_0", "agg1_1"));
     assert_eq!((all[1].state, all[1].corrects), (State::Ongoing, Some(1)));
     // A link elsewhere clearing as another starts corrects nothing.
@@ -151,9 +177,15 @@ fn incomplete_and_repeated_epochs_change_nothing() {
     let mut gap = epoch(1, vec![]);
     gap.incomplete = Some("began before this controller".into());
     assert!(t.observe(&gap, None).is_empty());
-    assert!(t.observe(&epoch(1, vec![]), None).is_empty(), "epoch 1 again");
+    assert!(
+        t.observe(&epoch(1, vec![]), None).is_empty(),
+        "epoch 1 again"
+    );
     let on = t.observe(&epoch(2, vec![blame("a", "b", 0.1)]), None);
-    assert_eq!((on[0].id, on[0].state, on[0].episodes), (1, State::Ongoing, 1));
+    assert_eq!(
+        (on[0].id, on[0].state, on[0].episodes),
+        (1, State::Ongoing, 1)
+    );
 }
 
 #[test]
@@ -163,7 +195,10 @@ fn a_resumed_tracker_continues_the_same_incidents_and_ids() {
     t.observe(&epoch(1, vec![blame("c", "d", 0.1)]), None);
     let live: Vec<Incident> = t.live().cloned().collect();
     let mut again = Tracker::resume(TrackConfig::default(), live, 0, t.last_epoch());
-    let out = again.observe(&epoch(2, vec![blame("c", "d", 0.1), blame("a", "b", 0.1)]), None);
+    let out = again.observe(
+        &epoch(2, vec![blame("c", "d", 0.1), blame("a", "b", 0.1)]),
+        None,
+    );
     let ids: Vec<(u64, State)> = out.iter().map(|i| (i.id, i.state)).collect();
     assert_eq!(ids, [(1, State::Flapping), (2, State::Ongoing)]);
     assert_eq!(again.next_id(), 3);

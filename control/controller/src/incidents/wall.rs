@@ -38,11 +38,7 @@ mod tests {
         let t = SystemTime::UNIX_EPOCH + Duration::from_millis(1_795_000_000_250);
         let s = rfc3339_at(t + Duration::from_micros(700));
         assert_eq!(s, "2026-11-18T11:06:40.25Z");
-        assert_eq!(
-            parse_rfc3339(&s).unwrap(),
-            OffsetDateTime::from(t),
-            "{s}"
-        );
+        assert_eq!(parse_rfc3339(&s).unwrap(), OffsetDateTime::from(t), "{s}");
         assert_eq!(after(t, 1.5), "2026-11-18T11:06:41.75Z");
         assert!(parse_rfc3339("epoch 3").is_none());
     }
