@@ -225,7 +225,7 @@ fi
 # Its own session: Ctrl-C reaches run.sh only, which then stops the controller before the fabric.
 fabric_started=1
 setsid "$PY" "$here/fabric.py" --topology "$state/topology.yaml" --p4-json "$state/p4/canary.json" \
-    --state "$state" --faults "$faults_file" --parent $$ \
+    --state "$state" --faults "$faults_file" --canary "$canary" --epochs "$epochs" --parent $$ \
     --traffic "$canary" --traffic-trigger "$state/go" --rate "$rate" --seed "$seed" \
     --traffic-arg=--flows="$flows" --traffic-arg=--min-packets="$min_packets" \
     >"$state/fabric.log" 2>&1 </dev/null &
@@ -289,7 +289,7 @@ fi
 stop_pid "$fabric_pid" "fabric.py" TERM 90
 fabric_pid=""
 sed -n '/traffic:\|fault .*dropped\|accounting\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
-$PY "$here/score.py" "$json" --drops "$state/fault_drops.json" --traffic "$state/traffic/summary.json" --accounting "$state/accounting.json"
+$PY "$here/score.py" "$json" --canary "$canary" --drops "$state/fault_drops.json" --traffic "$state/traffic/summary.json" --accounting "$state/accounting.json"
 if [ -n "$svg" ]; then
     "$canary" draw --topology "$topology" --json "$json" --out "$svg" && say "fabric picture: $svg"
 fi

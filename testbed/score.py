@@ -2,7 +2,7 @@
 """Prints a run's localization against the truth: the injected faults and every loss measured.
 
     testbed/score.py RUN.json [--drops fault_drops.json] [--traffic summary.json]
-                     [--accounting accounting.json] [--json OUT] [--check]
+                     [--accounting accounting.json] [--json OUT] [--check] [--canary BIN]
 
 RUN.json is the document `canary run --json` (and `canary simulate --json`) writes: `faults` (the
 injected faults), `epochs[].blamed` and `summary` (blamed, precision, recall, f1).
@@ -21,6 +21,10 @@ of that size cannot be told from a healthy link at 95 % confidence ("too little 
 fault whose link lost no more of the generators' frames than the background (its dropper's drops
 were ARP or ND) left nothing to find.
 
+Canary's decision on the counts (does a segment's loss cross it, how many packets a loss needs,
+a healthy segment's loss) is `canary decision`'s answer, with the controller's own defaults:
+--canary BIN, else $CANARY_BIN, the repository's newest build, or `canary` on PATH.
+
 --check exits 1 unless every blamed link is injected or explained by measured loss, and every
 injected fault with enough traffic is blamed. --json writes this verdict as a document.
 """
@@ -29,6 +33,8 @@ import argparse
 import json
 import math
 import sys
+
+from canary_testbed import canary
 
 
 def key(link):
@@ -40,42 +46,28 @@ def enough(loss):
     return math.log(20) / -math.log1p(-loss) if 0 < loss < 1 else 0
 
 
-def background_of(links, background=1e-4):
-    """A healthy segment's loss: `links` links each losing `background`."""
-    return 1 - (1 - background) ** links
-
-
-def kl(q, p):
-    """The Bernoulli Kullback-Leibler divergence KL(q || p), q in [0, 1]."""
-    def term(a, b):
-        return 0.0 if a <= 0 else a * math.log(a / b)
-    return term(q, p) + term(1 - q, 1 - p)
-
-
-def threshold(segments, false_alarms=1e-6):
-    """Canary's decision threshold with its false alarms spread over `segments` tests."""
-    return math.log(max(segments, 1) / false_alarms)
-
-
-def needed(loss, segments, background=1e-4, false_alarms=1e-6, links=2):
-    """Packets Canary's flows must carry across a link for its decision (at its defaults, on a
-    segment of `links` links) to call a loss of `loss` beyond the background: its threshold
-    ln(segments / false_alarms) over the divergence KL(loss || p0) per packet
-    (canary_core::decide::lossy_in_total)."""
-    p0 = background_of(links, background)
-    if not p0 < loss <= 1:
-        return float("inf")
-    return threshold(segments, false_alarms) / kl(loss, p0)
-
-
-def declares(sent, lost, links, segments):
-    """Whether `lost` of `sent` on a segment of `links` links crosses Canary's decision at its
-    defaults (canary_core::decide::lossy_in_total on the counts taken together)."""
-    if sent <= 0 or lost <= 0:
-        return False
-    p0 = background_of(links)
-    q = lost / sent
-    return q > p0 and sent * kl(q, p0) >= threshold(segments)
+def decide(binary, segments_total, faults, really, through):
+    """Canary's decision on the run's counts, from `canary decision` (the controller's own
+    statistics and defaults: nothing is computed here): per fault link, the packets one segment
+    must carry to show its measured loss (`needed`, inf where none would) and whether each
+    segment through it crossed the decision; and a healthy 2-link segment's loss p0."""
+    links = sorted(faults)
+    segs = [(l, g) for l in links for g in through.get(l, [])]
+    if not links:
+        return {}, {}, 0.0
+    try:
+        d = canary.decision(canary.find(binary), segments_total,
+                            declares=[(g["sent"], g["lost"], len(g["segment"]) - 1)
+                                      for _, g in segs],
+                            needed=[(really[l], 2) for l in links], p0=[2])
+    except canary.CanaryError as e:
+        sys.exit(f"score: canary decision: {e}")
+    needed = {l: float("inf") if n is None else n for l, n in zip(links, d["needed"])}
+    crossed = {}
+    for (l, g), yes in zip(segs, d["declares"]):
+        if yes:
+            crossed.setdefault(l, []).append(g)
+    return needed, crossed, d["p0"][0]
 
 
 def at_most(k, n, p):
@@ -129,6 +121,8 @@ def main():
     ap.add_argument("--accounting")
     ap.add_argument("--json")
     ap.add_argument("--check", action="store_true")
+    ap.add_argument("--canary", help="the canary binary whose `decision` judges the counts "
+                    "(default: $CANARY_BIN, the repository's build, or canary on PATH)")
     a = ap.parse_args()
     try:
         with open(a.run) as f:
@@ -184,6 +178,14 @@ def main():
             return "switch loss at " + ", ".join(f"{s} ({lossy_switches[s]} frames)" for s in ends)
         return None
 
+    # What the links really lost (a Bernoulli dropper loses more or less than its rate),
+    # measured at both of their ends; the injected rate where nothing was measured.
+    really = {}
+    for link, loss in faults.items():
+        carried, lost_here = links.get(link, {}).get("sent"), links.get(link, {}).get("lost")
+        really[link] = lost_here / carried if carried and lost_here is not None else loss
+    needed, crossed_by, p0 = decide(a.canary, segments_total, faults, really, through)
+
     print(f"── localization vs injected faults ({len(epochs)} epochs) ──")
     print(f"{'injected fault':<22} {'loss':>7} {'dropped on the link':>22} {'first blamed':>13}  final")
     starved = []
@@ -196,16 +198,13 @@ def main():
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
         carried = links.get(link, {}).get("sent")
         n_counted = most.get(link, 0)
-        # A Bernoulli dropper loses more or less than its rate; what Canary could have seen is
-        # what the link really lost, measured at both of its ends.
         lost_here = links.get(link, {}).get("lost")
-        really = lost_here / carried if carried and lost_here is not None else loss
-        need = needed(really, segments_total)
+        need = needed[link]
         if carried is not None and carried < enough(loss):
             starved.append(link)
             fin += (f"  (too little traffic: {carried} frames; a {loss:.2%} loss needs "
                     f"{math.ceil(enough(loss))} to show)")
-        elif link not in final and really <= background_of(2):
+        elif link not in final and really[link] <= p0:
             # The dropper's count includes ARP and ND; the kernel counters at the link's two
             # ends say what it did to the generators' frames, which are all Canary counts.
             starved.append(link)
@@ -214,9 +213,9 @@ def main():
                     f"were other frames)")
         elif link not in final and n_counted < need:
             starved.append(link)
-            fin += (f"  (too little evidence: it really lost {really:.2%}; no segment of "
+            fin += (f"  (too little evidence: it really lost {really[link]:.2%}; no segment of "
                     f"Canary's through it carried more than {n_counted} packets, and telling "
-                    f"a {really:.2%} loss from the background on one takes about "
+                    f"a {really[link]:.2%} loss from the background on one takes about "
                     f"{math.ceil(need)})")
         if link not in final and link not in starved and carried:
             # What Canary's own flows counted: when no segment through the link lost enough of
@@ -225,9 +224,8 @@ def main():
             # count would be Canary's error, and stays a miss).
             segs = through.get(link, [])
             n, lost = counted.get(link, [0, 0])
-            crossed = [g for g in segs if declares(g["sent"], g["lost"], len(g["segment"]) - 1,
-                                                   segments_total)]
-            if not crossed and at_most(lost, n, really) >= 1e-3:
+            crossed = crossed_by.get(link, [])
+            if not crossed and at_most(lost, n, really[link]) >= 1e-3:
                 starved.append(link)
                 busiest = max(segs, key=lambda g: g["sent"], default=None)
                 fin += (f"  (too little evidence in Canary's own counts: no segment through it "
@@ -235,7 +233,7 @@ def main():
                         + (f", the busiest {busiest['lost']} of {busiest['sent']}" if busiest
                            else "")
                         + f"; its flows lost {lost} of {n}, within chance of the link's "
-                        f"{really:.2%} loss)")
+                        f"{really[link]:.2%} loss)")
         if link not in final and link not in starved:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"

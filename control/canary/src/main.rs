@@ -2,7 +2,9 @@
 
 mod args;
 mod audit;
+mod decision;
 mod eval;
+mod faults;
 mod incidents;
 mod overhead;
 mod role_gateway;
@@ -60,6 +62,11 @@ enum Command {
     Draw(canary_controller::draw::DrawArgs),
     /// Serve the live page for a finished run's JSON.
     View(canary_controller::view::ViewArgs),
+    /// A fault file as the controller resolves it: each directed link's fault, its schedule and
+    /// the faults active in each epoch (the testbed's input).
+    Faults(faults::FaultsArgs),
+    /// The decision's statistics on given counts: crossed or not, packets needed, p0.
+    Decision(decision::DecisionArgs),
     /// Send heavy-tailed UDP traffic from one testbed host and count what it receives.
     Traffic(canary_lab::traffic_gen::TrafficArgs),
     /// Serve P4Runtime with roles in front of a switch whose own server has none (BMv2), so
@@ -149,6 +156,8 @@ fn dispatch(command: Option<Command>) -> Result<()> {
         Some(Command::Draw(a)) => Ok(canary_controller::draw::main(&a)?),
         Some(Command::View(a)) => Ok(canary_controller::view::main(&a)?),
         Some(Command::Traffic(a)) => Ok(canary_lab::traffic_gen::main(&a)?),
+        Some(Command::Faults(a)) => faults::command(a),
+        Some(Command::Decision(a)) => decision::command(a),
         Some(Command::RoleGateway(a)) => role_gateway::command(a),
         Some(Command::Worker(a)) => worker::command(a),
         Some(Command::Topology { spec, monitors }) => {

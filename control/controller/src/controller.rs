@@ -218,7 +218,11 @@ impl Controller {
             Verdict::default()
         } else {
             match &mut self.cluster {
-                Some(c) => c.localize(finished, &obs).await,
+                Some(c) => {
+                    let mut v = c.localize(finished, &obs).await;
+                    canary_core::localize::name_sick_switches(&self.topo, &obs, &mut v);
+                    v
+                }
                 None => self.localizer().localize(&self.topo, &obs),
             }
         };
@@ -273,7 +277,7 @@ impl Controller {
             window_epochs: self.window.len(),
             lossy_segments: self.segment_reports(&obs),
             segment_changes: self.segment_changes(&changes),
-            blamed: self.link_reports(&verdict, &obs),
+            blamed: self.link_reports(&verdict, &obs, Some(&det.entries)),
             devices: self.device_reports(&blamed_links),
             cleared: self.cleared_reports(&cleared),
             selection: diff(self.selector.stats, before),

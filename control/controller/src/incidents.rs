@@ -34,8 +34,16 @@ use std::fmt;
 #[derive(Clone, Debug, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "lowercase")]
 pub enum Subject {
-    Link { link: [String; 2] },
-    Device { switch: String, inbound: bool },
+    Link {
+        link: [String; 2],
+    },
+    Device {
+        switch: String,
+        inbound: bool,
+        /// Its links in and out are all blamed (`inbound` is then moot).
+        #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+        both: bool,
+    },
 }
 
 impl Subject {
@@ -57,10 +65,18 @@ impl fmt::Display for Subject {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             Subject::Link { link } => write!(f, "{}→{}", link[0], link[1]),
-            Subject::Device { switch, inbound } => write!(
+            Subject::Device {
+                switch,
+                inbound,
+                both,
+            } => write!(
                 f,
                 "device {switch} (all links {})",
-                if *inbound { "in" } else { "out" }
+                match (both, inbound) {
+                    (true, _) => "in and out",
+                    (false, true) => "in",
+                    (false, false) => "out",
+                }
             ),
         }
     }
@@ -122,6 +138,10 @@ pub struct Estimate {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub ci95: Option<[f64; 2]>,
     pub epoch: u64,
+    /// Set when the loss fell on some of the flows only: how many of the flows counted lost
+    /// packets, and what those lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<canary_core::detect::FlowShare>,
 }
 
 /// One blame episode (or a run of them, when it flaps) of one subject.

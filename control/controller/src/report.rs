@@ -249,6 +249,11 @@ pub struct LinkReport {
     /// The epoch since which the link has been blamed without a break.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub since: Option<u64>,
+    /// Set when the loss fell on some of the link's flows only (a bad ECMP member, a
+    /// black-holed prefix): how many of the flows counted through it this epoch lost packets,
+    /// and what those lost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub flows: Option<canary_core::detect::FlowShare>,
 }
 
 /// A segment declared lossy (`lossy_since`: the epoch its loss began) or all-clear (`None`).
@@ -264,6 +269,9 @@ pub struct DeviceReport {
     pub switch: String,
     pub inbound: bool,
     pub links: usize,
+    /// Its links in and out are all blamed: a switch dropping both ways (a sick switch).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub both: bool,
 }
 
 /// A link's all-clear: blamed from epoch `since` to `last`, not in this one.

@@ -208,6 +208,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
             stage: None,
             ci95: None,
             since: None,
+            flows: None,
         }
     };
     let missed = faults
@@ -223,7 +224,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
         .collect();
     Summary {
         epochs,
-        blamed: ctl.link_reports(&verdict, &obs),
+        blamed: ctl.link_reports(&verdict, &obs, None),
         precision: score.precision,
         recall: score.recall,
         f1: score.f1,

@@ -211,9 +211,11 @@ impl EpochDetection {
     }
 }
 
+mod flow_share;
 mod join;
 mod records;
 
+pub use flow_share::{some_flows_only, FlowShare};
 pub use join::{expected_by_downstream, join, minus_meters, minus_meters_expecting, partition_of};
 pub use records::{vanished, DsmEntry, Expected, SwitchRecords, UsmEntry};
 

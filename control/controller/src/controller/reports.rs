@@ -6,7 +6,7 @@ use crate::report::{
     ClearedLink, DeviceReport, LinkReport, SegmentChange, SegmentReport, SwitchEvent, TableFull,
 };
 use canary_core::decide::{total_observations, Change, Cleared};
-use canary_core::detect::{observations, Observations};
+use canary_core::detect::{observations, some_flows_only, MmEntries, Observations};
 use canary_core::localize::Verdict;
 use canary_core::score::{devices, wilson};
 use canary_core::topo::{LinkIx, SwitchIx};
@@ -19,6 +19,7 @@ impl Controller {
             .map(|d| DeviceReport {
                 switch: self.topo.name_of(d.switch).to_string(),
                 inbound: d.inbound,
+                both: d.both,
                 links: self.topo.neighbors(d.switch).len(),
             })
             .collect()
@@ -144,18 +145,32 @@ impl Controller {
 
     /// The blamed links of `v`, with the 95 % interval of each estimate from the packets `obs`
     /// counted on the segments through the link.
-    pub fn link_reports(&self, v: &Verdict, obs: &Observations) -> Vec<LinkReport> {
+    /// The blamed links of `v` with their intervals; with an epoch's minus-meter `entries`,
+    /// whether each loss fell on some of the link's flows only.
+    pub fn link_reports(
+        &self,
+        v: &Verdict,
+        obs: &Observations,
+        entries: Option<&MmEntries>,
+    ) -> Vec<LinkReport> {
         v.blamed
             .iter()
             .map(|b| {
                 let [a, c] = self.topo.link_names(b.link);
                 let sent = sent_through(obs, b.link);
+                let flows = entries.and_then(|es| {
+                    let through = es
+                        .iter()
+                        .filter(|e| self.segments.get(e.segment).links.contains(&b.link));
+                    some_flows_only(through, b.loss)
+                });
                 LinkReport {
                     link: [a.to_string(), c.to_string()],
                     loss: b.loss,
                     stage: Some(b.stage),
                     ci95: Some(wilson(b.loss, sent, 1.96)),
                     since: self.timeline.since(b.link),
+                    flows,
                 }
             })
             .collect()

@@ -17,10 +17,14 @@ fn state(i: &Incident) -> String {
 }
 
 fn estimate(e: &Estimate) -> String {
-    match e.ci95 {
+    let mut s = match e.ci95 {
         Some([lo, hi]) => format!("{:.4} [{lo:.4}, {hi:.4}]", e.loss),
         None => format!("{:.4}", e.loss),
+    };
+    if let Some(f) = &e.flows {
+        s += &format!(" on {} of {} flows", f.hit, f.flows);
     }
+    s
 }
 
 fn epoch_at(epoch: u64, at: &Option<String>) -> String {

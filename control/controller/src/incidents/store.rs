@@ -226,6 +226,7 @@ mod tests {
                 stage: Some(1),
                 ci95: None,
                 since: None,
+                flows: None,
             })
             .collect();
         r

@@ -45,6 +45,7 @@ fn blamed_subjects(r: &EpochReport) -> Vec<(Subject, Estimate, Option<u64>)> {
         loss: b.loss,
         ci95: b.ci95,
         epoch: r.epoch,
+        flows: b.flows,
     };
     let mut covered = BTreeSet::new();
     let mut out = Vec::new();
@@ -52,7 +53,16 @@ fn blamed_subjects(r: &EpochReport) -> Vec<(Subject, Estimate, Option<u64>)> {
         let links: Vec<&crate::report::LinkReport> = r
             .blamed
             .iter()
-            .filter(|b| b.link[usize::from(d.inbound)] == d.switch)
+            .filter(|b| {
+                let (from, to) = (b.link[0] == d.switch, b.link[1] == d.switch);
+                if d.both {
+                    from || to
+                } else if d.inbound {
+                    to
+                } else {
+                    from
+                }
+            })
             .collect();
         let Some(worst) = links.iter().max_by(|a, b| a.loss.total_cmp(&b.loss)) else {
             continue;
@@ -62,6 +72,7 @@ fn blamed_subjects(r: &EpochReport) -> Vec<(Subject, Estimate, Option<u64>)> {
         let subject = Subject::Device {
             switch: d.switch.clone(),
             inbound: d.inbound,
+            both: d.both,
         };
         out.push((subject, estimate(worst), oldest));
     }

@@ -16,6 +16,7 @@ fn blame(a: &str, b: &str, loss: f64) -> LinkReport {
         stage: Some(1),
         ci95: Some([loss * 0.9, loss * 1.1]),
         since: None,
+        flows: None,
     }
 }
 
@@ -154,6 +155,7 @@ fn a_device_is_one_incident_for_its_links() {
     r.devices = vec![DeviceReport {
         switch: "agg0_0".into(),
         inbound: false,
+        both: false,
         links: 2,
     }];
     let all = rebuild(TrackConfig::default(), &[r]);
@@ -162,7 +164,8 @@ fn a_device_is_one_incident_for_its_links() {
         all[0].subject,
         Subject::Device {
             switch: "agg0_0".into(),
-            inbound: false
+            inbound: false,
+            both: false,
         }
     );
     assert_eq!(all[0].peak.loss, 0.04);

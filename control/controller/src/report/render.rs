@@ -226,9 +226,20 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
                 .since
                 .map(|e| format!("  since epoch {e}"))
                 .unwrap_or_default();
+            let some = b
+                .flows
+                .map(|f| {
+                    format!(
+                        "  on {} of {} flows only ({:.1} % of theirs)",
+                        f.hit,
+                        f.flows,
+                        100.0 * f.loss_of_hit
+                    )
+                })
+                .unwrap_or_default();
             let _ = writeln!(
                 s,
-                "    {:<24} loss {:>7.4}{ci}{stage}{since}",
+                "    {:<24} loss {:>7.4}{ci}{stage}{since}{some}",
                 format!("{}→{}", b.link[0], b.link[1]),
                 b.loss
             );
@@ -243,7 +254,13 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             "  device         {}: all {} links {} blamed: the switch itself, or all of them",
             d.switch,
             d.links,
-            if d.inbound { "in" } else { "out" }
+            if d.both {
+                "in and out"
+            } else if d.inbound {
+                "in"
+            } else {
+                "out"
+            }
         );
     }
     for c in &r.cleared {

@@ -7,6 +7,8 @@
 //!   already-blamed links removed), the single-CD NetBouncer baseline, and a rayon driver over
 //!   independent sub-problems.
 //! * [`redundant`]: drops a blamed link the other blamed links already explain (our decision).
+//! * [`sick`]: a transit switch all of whose segments are lossy is named as the device, with
+//!   every link in and out (our decision, after NetBouncer's device failures).
 //! * [`groups`]: the grouping (fixed paper ranges or equal-count quantiles) and the mapping.
 //! * [`netbouncer`]: NetBouncer (DFD + CD on undirected links) and NetBouncer-stage over bounce
 //!   probes; [`flock`]: Flock's greedy MLE with JLE; [`flock_trace`]: Flock's trace text format.
@@ -26,6 +28,7 @@ pub mod groups;
 pub mod netbouncer;
 pub mod redundant;
 pub mod segments;
+pub mod sick;
 pub mod vote007;
 
 #[cfg(test)]
@@ -51,6 +54,7 @@ pub use flock::{Flock, FlockFlow, FlockInput, FlockParams, Granularity};
 pub use groups::{map_success, Grouping, Mapping};
 pub use netbouncer::{bounce_plan, NbReport, NetBouncer, NetBouncerParams, ProbePath, Threshold};
 pub use segments::{Canary, CdOnSegments, SubVerdict};
+pub use sick::{name_sick_switches, sick_switches};
 pub use vote007::{FlowReport007, Vote007, Vote007Params, VoteTotal};
 
 use crate::topo::{LinkIx, Topology};

@@ -242,8 +242,10 @@ impl Localizer for Canary {
     fn name(&self) -> &'static str {
         "canary"
     }
-    fn localize(&self, _topo: &Topology, obs: &Observations) -> Verdict {
-        self.verdict(self.diagnose(obs))
+    fn localize(&self, topo: &Topology, obs: &Observations) -> Verdict {
+        let mut v = self.verdict(self.diagnose(obs));
+        super::sick::name_sick_switches(topo, obs, &mut v);
+        v
     }
 }
 

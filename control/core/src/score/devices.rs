@@ -12,6 +12,9 @@ pub struct Device {
     pub switch: SwitchIx,
     /// All its links in are blamed (else all its links out).
     pub inbound: bool,
+    /// All its links in and all its links out are blamed: the switch drops both ways.
+    #[serde(default)]
+    pub both: bool,
 }
 
 /// The switches with at least two links to other switches all blamed in one direction.
@@ -25,15 +28,12 @@ pub fn devices(topo: &Topology, blamed: &[LinkIx]) -> Vec<Device> {
         let all = |f: &dyn Fn(SwitchIx) -> Option<LinkIx>| {
             n.iter().all(|&m| f(m).is_some_and(|l| blamed.contains(&l)))
         };
-        if all(&|m| topo.link(m, s)) {
+        let (inbound, outbound) = (all(&|m| topo.link(m, s)), all(&|m| topo.link(s, m)));
+        if inbound || outbound {
             out.push(Device {
                 switch: s,
-                inbound: true,
-            });
-        } else if all(&|m| topo.link(s, m)) {
-            out.push(Device {
-                switch: s,
-                inbound: false,
+                inbound,
+                both: inbound && outbound,
             });
         }
     }
@@ -81,7 +81,8 @@ mod tests {
             devices(&t, &inbound),
             vec![Device {
                 switch: s,
-                inbound: true
+                inbound: true,
+                both: false
             }]
         );
         assert!(devices(&t, &inbound[..3]).is_empty());
