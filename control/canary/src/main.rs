@@ -5,6 +5,7 @@ mod audit;
 mod decision;
 mod eval;
 mod faults;
+mod incidents;
 mod overhead;
 mod role_gateway;
 mod run;
@@ -49,6 +50,8 @@ enum Command {
     Overhead(overhead::OverheadArgs),
     /// Check that every segment's pathBF decodes; reassign switch IDs where it does not.
     Audit(audit::AuditArgs),
+    /// List, show or export a run's incidents: the blame episodes of its links and devices.
+    Incidents(incidents::IncidentsArgs),
     /// Print a topology as YAML (e.g. `canary topology fattree:8 > k8.yaml`).
     Topology {
         spec: String,
@@ -148,6 +151,7 @@ fn dispatch(command: Option<Command>) -> Result<()> {
         Some(Command::Simulate(a)) => simulate::command(a),
         Some(Command::Eval(a)) => eval::command(a),
         Some(Command::Audit(a)) => audit::command(a),
+        Some(Command::Incidents(a)) => incidents::command(a),
         Some(Command::Overhead(a)) => overhead::command(a),
         Some(Command::Draw(a)) => Ok(canary_controller::draw::main(&a)?),
         Some(Command::View(a)) => Ok(canary_controller::view::main(&a)?),

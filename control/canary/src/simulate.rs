@@ -3,12 +3,14 @@
 use crate::args::share;
 use anyhow::{Context, Result};
 use canary_controller::config::{Cluster, Names, Pipeline};
+use canary_controller::incidents::{self, Journal, State, TrackConfig};
 use canary_controller::report::{render_epoch, render_summary};
 use canary_controller::simulate::{self, SimulateOptions};
 use canary_core::pathbf::PathBfParams;
 use clap::Args;
 use std::io::Write;
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, SystemTime};
 
 #[derive(Args)]
 pub struct SimulateArgs {
@@ -48,6 +50,10 @@ pub struct SimulateArgs {
     /// Write the whole run as JSON.
     #[arg(long)]
     pub json: Option<String>,
+    /// The run's incidents as an SQLite file, made anew (default: beside --json,
+    /// `RUN.incidents.sqlite`), or `none`. `canary incidents FILE` lists them.
+    #[arg(long, value_name = "FILE|none", conflicts_with = "synth_meters")]
+    pub incidents: Option<String>,
     /// Serve the live page at ADDR (e.g. 127.0.0.1:8080) while the run goes, and after it
     /// until Ctrl-C.
     #[arg(long, conflicts_with = "synth_meters")]
@@ -117,7 +123,16 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         None => None,
     };
     let pace = Duration::from_millis(a.pace_ms.unwrap_or(a.epoch_ms));
-    let result = simulate::run(&opts, |r| {
+    // The simulated epochs are dated from the run's start by their fabric time.
+    let start = SystemTime::now();
+    let mut journal = journal(a.incidents.as_deref(), a.json.as_deref())?;
+    let mut journal_error = None;
+    let mut result = simulate::run(&opts, |r| {
+        if let Some(j) = journal.as_mut().filter(|_| journal_error.is_none()) {
+            if let Err(e) = j.observe(r, Some(&incidents::after(start, r.at_s))) {
+                journal_error = Some(e);
+            }
+        }
         if let Some(s) = &served {
             s.page.push(r);
             std::thread::sleep(pace);
@@ -130,7 +145,23 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         }
     })?;
     bar.finish_and_clear();
+    if let Some(e) = journal_error {
+        return Err(e.into());
+    }
     print!("{}", render_summary(&result.summary, result.faults.len()));
+    if let Some(j) = &journal {
+        let all = j.all()?;
+        let flapping = all.iter().filter(|i| i.state == State::Flapping).count();
+        eprintln!(
+            "incidents: {} ({flapping} flapping) in {} (`canary incidents {}`)",
+            all.len(),
+            j.path().display(),
+            j.path().display()
+        );
+    }
+    for r in &mut result.epochs {
+        r.at = Some(incidents::after(start, r.at_s));
+    }
     if let Some(path) = a.json {
         let f = std::fs::File::create(&path).with_context(|| format!("cannot write {path}"))?;
         serde_json::to_writer_pretty(std::io::BufWriter::new(f), &result)?;
@@ -139,4 +170,14 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         s.until_shutdown();
     }
     Ok(())
+}
+
+/// The run's incidents database: `--incidents`, else beside `--json`; made anew.
+fn journal(incidents: Option<&str>, json: Option<&str>) -> Result<Option<Journal>> {
+    let path = match (incidents, json) {
+        (Some("none"), _) | (None, None) => return Ok(None),
+        (Some(p), _) => Path::new(p).to_path_buf(),
+        (None, Some(j)) => incidents::default_path(Path::new(j)),
+    };
+    Ok(Some(Journal::create(&path, TrackConfig::default())?))
 }

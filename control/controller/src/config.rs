@@ -278,6 +278,10 @@ pub struct RunConfig {
     /// At exit, write the run (as `canary simulate --json` does).
     #[arg(long)]
     pub json: Option<PathBuf>,
+    /// The incidents' SQLite file (default: beside --report, `RUN.incidents.sqlite`), or
+    /// `none`. A controller restarted or taking over continues its incidents.
+    #[arg(long, value_name = "FILE|none")]
+    pub incidents: Option<String>,
     /// Injected faults (YAML) to score the run against, e.g. on a testbed. Without it the run
     /// is not scored.
     #[arg(long)]
@@ -337,6 +341,7 @@ impl Default for RunConfig {
             drain_ms: defaults::RUN_DRAIN_MS,
             report: None,
             json: None,
+            incidents: None,
             faults: None,
             metrics: None,
             http: None,

@@ -265,6 +265,7 @@ impl Controller {
             epoch: self.epoch,
             parity: Parity::of_epoch(finished),
             at_s: flipped_at.as_secs_f64(),
+            at: None,
             packets_counted: det.packets(),
             packets_lost: det.lost(),
             flows_counted: det.flows(),

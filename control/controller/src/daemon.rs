@@ -19,6 +19,7 @@ use crate::cluster::ClusterConfig;
 use crate::config::{Pipeline, RunConfig};
 use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
+use crate::incidents::{self, Journal, TrackConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::EpochReport;
 use crate::report_file::ReportFile;
@@ -64,6 +65,8 @@ pub struct RunOptions {
     pub drain: Duration,
     pub report: Option<PathBuf>,
     pub json: Option<PathBuf>,
+    /// The incidents' database (`None`: none kept).
+    pub incidents: Option<PathBuf>,
     /// Injected faults, to score the run against (testbeds).
     pub faults: Option<String>,
     pub metrics: Option<String>,
@@ -104,6 +107,11 @@ impl RunOptions {
             drain: Duration::from_millis(c.drain_ms),
             report: c.report.clone(),
             json: c.json.clone(),
+            incidents: match c.incidents.as_deref() {
+                Some("none") => None,
+                Some(p) => Some(p.into()),
+                None => c.report.as_deref().map(incidents::default_path),
+            },
             faults: c.faults.clone(),
             metrics: c.metrics.clone(),
             http: c.http.clone(),
@@ -165,6 +173,10 @@ pub async fn run(
         adopt: !opts.fresh,
     };
     let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
+    let journal = match &opts.incidents {
+        Some(p) => Some(Journal::open(p, TrackConfig::default())?),
+        None => None,
+    };
     let metrics = Arc::new(Metrics::new());
     if let Some(addr) = &opts.metrics {
         let bound = metrics::serve(addr, metrics.clone()).await?;
@@ -188,6 +200,7 @@ pub async fn run(
     tokio::pin!(shutdown);
     let mut sink = Sink {
         report: report.as_mut(),
+        journal,
         metrics,
         page,
         on_epoch,

@@ -33,6 +33,8 @@ pub enum Error {
     },
     #[error(transparent)]
     Cluster(#[from] ClusterError),
+    #[error(transparent)]
+    Incidents(#[from] crate::incidents::IncidentsError),
     /// Another controller became primary for the switches.
     #[error("{0}")]
     Demoted(String),

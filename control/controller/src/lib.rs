@@ -1,7 +1,8 @@
 //! Canary's controller: the epoch loop over any `Fabric` ([`controller`]), the daemon that runs
 //! it against real switches ([`daemon`], [`standby`]), the simulated run ([`simulate`]), and
 //! what an operator reads: the per-epoch report and its files ([`report`], [`report_file`]),
-//! Prometheus metrics ([`metrics`]), the live page ([`page`], [`view`], [`draw`]).
+//! Prometheus metrics ([`metrics`]), the live page ([`page`], [`view`], [`draw`]), and the
+//! incidents the reports add up to ([`incidents`]).
 //!
 //! The experiments that reproduce the papers live apart, in `canary-lab`; the `canary` command
 //! (package `canary`) dispatches to both.
@@ -12,6 +13,7 @@ pub mod controller;
 pub mod daemon;
 pub mod draw;
 pub mod error;
+pub mod incidents;
 pub mod metrics;
 pub mod page;
 pub mod report;

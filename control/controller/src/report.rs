@@ -16,6 +16,11 @@ pub struct EpochReport {
     pub parity: Parity,
     /// Fabric time of the epoch's end, seconds.
     pub at_s: f64,
+    /// Wall-clock time of the epoch's report (UTC, RFC 3339), set by the daemon as it writes
+    /// it (and by `canary simulate --json`, dated from the run's start); absent in the
+    /// simulator's own reports.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub at: Option<String>,
     pub packets_counted: u64,
     /// Of those, packets the downstream monitor did not count (this epoch alone, not the window).
     #[serde(default)]
@@ -131,6 +136,7 @@ impl EpochReport {
             epoch,
             parity: Parity::of_epoch(epoch),
             at_s: 0.0,
+            at: None,
             packets_counted: 0,
             packets_lost: 0,
             flows_counted: 0,

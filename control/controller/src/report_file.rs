@@ -85,6 +85,10 @@ impl ReportFile {
         Ok(me)
     }
 
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+
     /// The last epoch the file holds.
     pub fn last_epoch(&self) -> Option<u64> {
         self.last

@@ -74,7 +74,10 @@ fn relative_to(c: &mut RunConfig, dir: &Path) {
     {
         fix(p);
     }
-    for spec in [&mut c.topology, &mut c.faults].into_iter().flatten() {
+    for spec in [&mut c.topology, &mut c.faults, &mut c.incidents]
+        .into_iter()
+        .flatten()
+    {
         let special = spec.starts_with("fattree:") || spec == "none";
         if !special && Path::new(spec.as_str()).is_relative() {
             *spec = dir.join(spec.as_str()).display().to_string();

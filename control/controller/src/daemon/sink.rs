@@ -4,6 +4,7 @@
 use super::{controller_config, RunOptions};
 use crate::controller::Controller;
 use crate::error::Result;
+use crate::incidents::{rfc3339, Journal};
 use crate::metrics::Metrics;
 use crate::report::{render_epoch, EpochReport};
 use crate::report_file::ReportFile;
@@ -16,6 +17,8 @@ use std::sync::Arc;
 /// Where the epochs go: the report file, the metrics, the caller, and the run's document.
 pub(super) struct Sink<'a, F> {
     pub(super) report: Option<&'a mut ReportFile>,
+    /// The incidents, continued from their database.
+    pub(super) journal: Option<Journal>,
     pub(super) metrics: Arc<Metrics>,
     pub(super) page: Option<crate::page::Page>,
     pub(super) on_epoch: F,
@@ -23,17 +26,31 @@ pub(super) struct Sink<'a, F> {
 }
 
 impl<F: FnMut(&EpochReport)> Sink<'_, F> {
-    /// The last epoch reported, by this controller or one before it.
+    /// The last epoch reported, by this controller or one before it. The incidents are taken
+    /// up where it left them, too.
     pub(super) fn last_epoch(&mut self) -> Result<Option<u64>> {
-        match self.report.as_mut() {
-            Some(f) => f.reread(),
-            None => Ok(self.epochs.last().map(|r| r.epoch)),
+        let last = match self.report.as_mut() {
+            Some(f) => f.reread()?,
+            None => self.epochs.last().map(|r| r.epoch),
+        };
+        if let Some(j) = self.journal.as_mut() {
+            j.resume(self.report.as_ref().map(|f| f.path()))?;
         }
+        Ok(last)
     }
 
-    pub(super) fn emit(&mut self, r: EpochReport, quiet: bool) -> Result<()> {
+    /// Hands on one epoch, dated now.
+    pub(super) fn emit(&mut self, mut r: EpochReport, quiet: bool) -> Result<()> {
+        r.at.get_or_insert_with(rfc3339);
         if let Some(f) = self.report.as_mut() {
             f.append(&r)?;
+        }
+        if let Some(j) = self.journal.as_mut() {
+            // The incidents follow from the report: a database that cannot be written is
+            // said, and its changes go out with the next epoch's.
+            if let Err(e) = j.observe(&r, r.at.as_deref()) {
+                tracing::warn!("epoch {}: {e}", r.epoch);
+            }
         }
         if let Some(p) = &self.page {
             p.push(&r);
