@@ -129,9 +129,9 @@ fn every_links_bound_is_what_the_packets_counted_through_it_show() {
     ]);
     let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
     let segments = Segments::new(&topo, &Routing::new(&topo));
-    let lengths: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
+    let links: Vec<Vec<u32>> = segments.list.iter().map(|s| s.links.clone()).collect();
     let params = DecisionParams::default();
-    let h = Decider::new(&lengths, params).threshold();
+    let h = Decider::with_links(&links, topo.links.len(), params).threshold();
     let all: BTreeSet<[String; 2]> = (0..topo.links.len() as u32)
         .map(|l| topo.link_names(l).map(String::from))
         .collect();
@@ -181,8 +181,8 @@ fn in_rounds_each_links_evidence_has_its_age() {
     ]);
     let topo = fattree(8, MonitorPlacement::TopAndBottom).unwrap();
     let segments = Segments::new(&topo, &Routing::new(&topo));
-    let lengths: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
-    let h = Decider::new(&lengths, DecisionParams::default()).threshold();
+    let links: Vec<Vec<u32>> = segments.list.iter().map(|s| s.links.clone()).collect();
+    let h = Decider::with_links(&links, topo.links.len(), DecisionParams::default()).threshold();
     let (mut old, mut checked) = (0, 0);
     for e in v["epochs"].as_array().unwrap() {
         let c = check_bounds(e, &topo, h);

@@ -11,7 +11,7 @@
 
 use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
-use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
+use canary_core::decide::{hold, Decider, EvidenceTracker, LinkClearing, LinkTimeline, Release};
 use canary_core::detect::{join, SegmentCount, Window, WindowCount};
 use canary_core::fabric::{Fabric, Parity, RuleOp};
 use canary_core::localize::{Localizer, Verdict};
@@ -49,6 +49,10 @@ pub struct Controller {
     /// least their loss has been.
     link_clearing: Option<LinkClearing>,
     last_blamed: Vec<(LinkIx, f64)>,
+    /// The links whose pooled all-clear passed this epoch, and the last epoch's verdict: a
+    /// blame holds until a test clears it ([`canary_core::decide::hold`]).
+    links_cleared: Vec<LinkIx>,
+    last_verdict: Vec<canary_core::localize::BlamedLink>,
     timeline: LinkTimeline,
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
@@ -83,15 +87,22 @@ impl Controller {
         codec: PathBfCodec,
         cfg: ControllerConfig,
     ) -> Self {
+        let decider = cfg.decision.map(|p| {
+            let links: Vec<Vec<LinkIx>> = segments.list.iter().map(|s| s.links.clone()).collect();
+            Decider::with_links(&links, topo.links.len(), p)
+        });
+        let mut evidence = evidence::tracker(&segments, &cfg);
+        if let Some(d) = &decider {
+            evidence = evidence.with_threshold(d.threshold());
+        }
         Self {
             selector: FlowSelector::new(cfg.selection),
             window: Window::new(cfg.window),
-            decider: cfg.decision.map(|p| {
-                let links: Vec<usize> = segments.list.iter().map(|s| s.links.len()).collect();
-                Decider::new(&links, p)
-            }),
+            decider,
             link_clearing: cfg.decision.as_ref().map(LinkClearing::new),
             last_blamed: Vec::new(),
+            links_cleared: Vec::new(),
+            last_verdict: Vec::new(),
             timeline: LinkTimeline::default(),
             run_totals: BTreeMap::new(),
             epoch: 0,
@@ -104,7 +115,7 @@ impl Controller {
             plan: None,
             watch_start: 0,
             shown: LastShown::new(segments.len()),
-            evidence: evidence::tracker(&segments, &cfg),
+            evidence,
             cluster: None,
             topo,
             segments,
@@ -121,6 +132,14 @@ impl Controller {
     /// Per-segment counts of the last epoch.
     pub fn last_counts(&self) -> &BTreeMap<SegmentId, SegmentCount> {
         &self.last
+    }
+
+    /// What a test of `link` knowing its loss `q` gains from the last epoch's counts, and the
+    /// threshold it must reach; `None` under the paper's n′ rule. Summed from a fault's onset:
+    /// the epoch it could first have been decided on the packets counted.
+    pub fn information(&self, link: LinkIx, q: f64) -> Option<(f64, f64)> {
+        let d = self.decider.as_ref()?;
+        Some((d.link_gain(link, &self.last, q), d.threshold()))
     }
 
     pub fn monitors(&self) -> Vec<SwitchIx> {
@@ -214,7 +233,7 @@ impl Controller {
         // Before the first sweep, a lossy segment's neighbours may not have been counted yet
         // and could not clear its healthy links: nothing is blamed until every round has had
         // its turn (measured at k = 8: 6-8 wrong links per epoch in the first round, none after).
-        let verdict = if incomplete.is_some() || self.first_sweep() {
+        let mut verdict = if incomplete.is_some() || self.first_sweep() {
             Verdict::default()
         } else {
             match &mut self.cluster {
@@ -226,6 +245,25 @@ impl Controller {
                 None => self.localizer().localize(&self.topo, &obs),
             }
         };
+        let mut corrected = BTreeMap::new();
+        if incomplete.is_none() {
+            if let Some(d) = &self.decider {
+                let segs = &self.segments;
+                let held = hold(
+                    &self.last_verdict,
+                    &mut verdict.blamed,
+                    &self.links_cleared,
+                    |l| d.lossy_through(l),
+                    |s| segs.get(s).links.as_slice(),
+                );
+                for (l, why) in held.released {
+                    if let Release::Corrected { to } = why {
+                        corrected.insert(l, to);
+                    }
+                }
+            }
+            self.last_verdict = verdict.blamed.clone();
+        }
         let blamed_links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
         if incomplete.is_none() {
             self.last_blamed = self.least_losses(&verdict, &obs);
@@ -279,7 +317,7 @@ impl Controller {
             segment_changes: self.segment_changes(&changes),
             blamed: self.link_reports(&verdict, &obs, Some(&det.entries)),
             devices: self.device_reports(&blamed_links),
-            cleared: self.cleared_reports(&cleared),
+            cleared: self.cleared_reports(&cleared, &corrected),
             selection: diff(self.selector.stats, before),
             hh_rules: self.selector.hh_rules(),
             rules,

@@ -280,6 +280,10 @@ pub struct ClearedLink {
     pub link: [String; 2],
     pub since: u64,
     pub last: u64,
+    /// Not an all-clear but a correction: the loss of the segments through this link is now
+    /// placed on that link, blamed this epoch on a lossy segment they share.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub corrected_to: Option<[String; 2]>,
 }
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -345,4 +349,17 @@ pub struct FaultTimingReport {
     pub repair: Option<u64>,
     pub detected: Option<u64>,
     pub cleared: Option<u64>,
+    /// The information limit: the first epoch at which a sequential test of this link, knowing
+    /// the fault's loss, could have decided on the packets counted through it since the onset
+    /// (the decision's threshold; `canary simulate` only).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bound: Option<u64>,
+}
+
+impl FaultTimingReport {
+    /// The time to detect as a ratio to the information limit, both counting the onset's epoch.
+    pub fn ratio_to_bound(&self) -> Option<f64> {
+        let (d, b) = (self.detected?, self.bound?);
+        Some((d - self.onset + 1) as f64 / (b - self.onset + 1) as f64)
+    }
 }

@@ -155,6 +155,9 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         .build()
         .map_err(|e| Error::io("the simulation's runtime", e))?;
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
+    // Per fault, per epoch: what a test of its link knowing its loss gained from the counts.
+    let mut gains: Vec<Vec<f64>> = vec![Vec::new(); faults.len()];
+    let mut h = None;
     rt.block_on(async {
         if let Some((cluster, parts)) = &opts.cluster {
             ClusterStages::attach(&mut ctl, cluster, *parts, opts.pathbf).await?;
@@ -166,12 +169,22 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
             // Links the fabric's own control takes out of service: routes move, nothing drops.
             fabric.set_out_of_service(&out_of_service_at(&maintenance, u64::from(e)));
             let r = ctl.run_epoch(&mut fabric).await;
+            for (f, g) in faults.iter().zip(&mut gains) {
+                let (gain, threshold) = ctl
+                    .information(f.link, f.loss * f.flows)
+                    .unwrap_or((0.0, f64::INFINITY));
+                g.push(gain);
+                h = Some(threshold);
+            }
             on_epoch(&r);
             epochs.push(r);
         }
         Ok::<(), Error>(())
     })?;
-    let result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
+    let mut result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
+    if let Some(h) = h {
+        add_bounds(&mut result.summary.over_time, &ctl.topo, &faults, &gains, h);
+    }
     Ok(FullRun {
         result,
         observations: ctl.run_observations(),
@@ -179,6 +192,27 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         faults,
         loss,
     })
+}
+
+/// Each fault episode's information limit: the first epoch from its onset at which a test of
+/// its link knowing its loss could have decided, on the packets actually counted.
+fn add_bounds(
+    o: &mut OverTimeReport,
+    topo: &Topology,
+    faults: &[Fault],
+    gains: &[Vec<f64>],
+    h: f64,
+) {
+    for t in &mut o.faults {
+        let Some(i) = faults.iter().position(|f| {
+            topo.link_names(f.link) == [t.link[0].as_str(), t.link[1].as_str()] && f.loss == t.loss
+        }) else {
+            continue;
+        };
+        let end = t.repair.unwrap_or(gains[i].len() as u64);
+        let episode = (t.onset..end).filter_map(|e| Some((e, *gains[i].get(e as usize)?)));
+        t.bound = canary_core::decide::decidable_at(episode, h);
+    }
 }
 
 /// Localizes the whole run's counts at once (the most packets, the tightest estimates) and
@@ -266,6 +300,7 @@ fn over_time_report(topo: &Topology, faults: &[Fault], reports: &[EpochReport]) 
                 repair: t.repair,
                 detected: t.detected,
                 cleared: t.cleared,
+                bound: None,
             })
             .collect(),
         false_positive_link_epochs: o.false_positive_link_epochs,

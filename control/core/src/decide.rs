@@ -27,7 +27,7 @@
 //! [`lossy_in_total`] is the same test once, on counts taken together (a whole run).
 
 use crate::detect::{Observations, ObservedSegment, SegmentCount, WindowCount};
-use crate::topo::{SegmentId, Segments};
+use crate::topo::{LinkIx, SegmentId, Segments};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -148,10 +148,12 @@ pub struct Decider {
     /// The all-clear's threshold: only lossy segments run that test, one each.
     h_clear: f64,
     state: Vec<State>,
+    /// Each link's pooled test, when the decider knows which links each segment crosses.
+    links: Option<LinkWatch>,
 }
 
 impl Decider {
-    /// `links[s]`: how many links segment `s` crosses.
+    /// `links[s]`: how many links segment `s` crosses. Segments are tested one by one.
     pub fn new(links: &[usize], params: DecisionParams) -> Self {
         let p0: Vec<f64> = links.iter().map(|&l| params.p0(l.max(1))).collect();
         let arms: Vec<Vec<f64>> = p0.iter().map(|&p| arms(p)).collect();
@@ -167,7 +169,25 @@ impl Decider {
             p0,
             arms,
             state,
+            links: None,
         }
+    }
+
+    /// Tests every segment, and every one of the fabric's `n_links` links on the segments
+    /// through it together ([`LinkWatch`]); `segment_links[s]`: the links segment `s` crosses.
+    /// The threshold counts both tests' arms, so the false alarms asked for cover both.
+    pub fn with_links(
+        segment_links: &[Vec<LinkIx>],
+        n_links: usize,
+        params: DecisionParams,
+    ) -> Self {
+        let lengths: Vec<usize> = segment_links.iter().map(Vec::len).collect();
+        let mut d = Self::new(&lengths, params);
+        let watch = LinkWatch::new(n_links, segment_links, &d.p0, params.background);
+        let total: usize = d.arms.iter().map(Vec::len).sum::<usize>() + watch.total_arms();
+        d.h = threshold(total.max(1), params.false_alarms);
+        d.links = Some(watch);
+        d
     }
 
     pub fn params(&self) -> DecisionParams {
@@ -239,6 +259,88 @@ impl Decider {
         changes
     }
 
+    /// Adds one epoch's counts to every link's pooled test; a link whose test passes declares
+    /// the segments through it that lost more than their background over `totals` (the
+    /// evidence the epoch localizes from), with those counts and the loss dated from the link's
+    /// test. Segments already lossy stay as they are.
+    pub fn observe_links(
+        &mut self,
+        epoch: u64,
+        counts: &BTreeMap<SegmentId, SegmentCount>,
+        totals: &BTreeMap<SegmentId, WindowCount>,
+    ) -> Vec<Change> {
+        let Some(watch) = &mut self.links else {
+            return Vec::new();
+        };
+        let state = &mut self.state;
+        // Segments their own test declared this epoch take their loss out of their links' tests.
+        for (s, st) in state.iter().enumerate() {
+            if matches!(st, State::Lossy(l) if l.declared == epoch) {
+                watch.restart_through(s as SegmentId);
+            }
+        }
+        let is_lossy = |s: SegmentId| matches!(state.get(s as usize), Some(State::Lossy(_)));
+        let fired = watch.observe(epoch, counts, is_lossy, self.h);
+        let mut changes = Vec::new();
+        for fired in fired {
+            let through: Vec<(SegmentId, f64)> = watch.through(fired.link).to_vec();
+            for (segment, p0) in through {
+                let Some(t) = totals.get(&segment) else {
+                    continue;
+                };
+                let s = segment as usize;
+                if t.lost == 0 || (t.lost as f64) <= p0 * t.sent as f64 {
+                    continue;
+                }
+                if !matches!(state[s], State::Watching(_)) {
+                    continue;
+                }
+                // What its all-clear weighs against: the least its own counts show it loses
+                // (never below the lowest loss watched for, nor above the link's rate).
+                let at_link = 1.0 - (1.0 - p0) * (1.0 - fired.rate);
+                let low = crate::score::wilson(t.lost as f64 / t.sent as f64, t.sent, 3.0)[0];
+                state[s] = State::Lossy(Lossy {
+                    since: fired.since,
+                    declared: epoch,
+                    sent: t.sent,
+                    lost: t.lost,
+                    rate: low.max(4.0 * p0).min(at_link),
+                    clear: Cusum::default(),
+                });
+                watch.restart_through(segment);
+                changes.push(Change::Declared {
+                    segment,
+                    since: fired.since,
+                });
+            }
+        }
+        changes
+    }
+
+    /// What a test of `link` knowing its loss `q` gains from `counts`
+    /// ([`LinkWatch::oracle_gain`]); 0 when links are not tested.
+    pub fn link_gain(
+        &self,
+        link: LinkIx,
+        counts: &BTreeMap<SegmentId, SegmentCount>,
+        q: f64,
+    ) -> f64 {
+        self.links
+            .as_ref()
+            .map_or(0.0, |w| w.oracle_gain(link, counts, q))
+    }
+
+    /// The segments through `link` declared lossy now (none when links are not tested).
+    pub fn lossy_through(&self, link: LinkIx) -> Vec<SegmentId> {
+        self.links.as_ref().map_or_else(Vec::new, |w| {
+            w.through(link)
+                .iter()
+                .map(|&(s, _)| s)
+                .filter(|&s| self.lossy_segment(s).is_some())
+                .collect()
+        })
+    }
+
     /// The segments declared lossy now.
     pub fn lossy(&self) -> impl Iterator<Item = (SegmentId, &Lossy)> + '_ {
         self.state
@@ -280,6 +382,16 @@ impl Decider {
     }
 }
 
+/// The first epoch at which `gains` (each epoch's log-likelihood ratio, from the loss's onset
+/// on) sum to `h`.
+pub fn decidable_at(gains: impl IntoIterator<Item = (u64, f64)>, h: f64) -> Option<u64> {
+    let mut sum = 0.0;
+    gains.into_iter().find_map(|(e, g)| {
+        sum += g;
+        (sum >= h).then_some(e)
+    })
+}
+
 /// `h` for `arms` CUSUMs and the asked false alarms per epoch.
 fn threshold(arms: usize, false_alarms: f64) -> f64 {
     (arms as f64 / false_alarms).ln().max(0.0)
@@ -312,10 +424,14 @@ pub fn lossy_in_total(
 mod tests;
 
 mod evidence;
+mod hold;
 mod link_clear;
+mod link_watch;
 mod timeline;
 pub use evidence::{smallest_shown, EvidenceMap, EvidenceTracker, LinkEvidence};
+pub use hold::{hold, Held, Release};
 pub use link_clear::LinkClearing;
+pub use link_watch::{LinkFired, LinkWatch};
 pub use timeline::{Cleared, LinkTimeline};
 
 /// The segments handed to a localizer under the decision: a lossy segment with its counts since

@@ -21,7 +21,8 @@ impl Controller {
                         .collect()
                 };
                 let clearing = self.link_clearing.as_mut().expect("with the decider");
-                for l in clearing.observe(&self.last_blamed, &det.segments, through) {
+                self.links_cleared = clearing.observe(&self.last_blamed, &det.segments, through);
+                for &l in &self.links_cleared {
                     for s in 0..segs.len() as SegmentId {
                         if segs.get(s).links.contains(&l) && d.force_clear(s) {
                             changes.push(Change::Cleared { segment: s });
@@ -35,6 +36,8 @@ impl Controller {
                 } else {
                     self.window.totals()
                 };
+                // Links whose segments together show a loss none shows alone.
+                changes.extend(d.observe_links(self.epoch, &det.segments, &totals));
                 let obs = decided_observations(&self.segments, &totals, d);
                 (obs, changes)
             }

@@ -25,13 +25,20 @@ impl Controller {
             .collect()
     }
 
-    pub(super) fn cleared_reports(&self, cleared: &[Cleared]) -> Vec<ClearedLink> {
+    /// The links no longer blamed: cleared, or `corrected` to another link.
+    pub(super) fn cleared_reports(
+        &self,
+        cleared: &[Cleared],
+        corrected: &BTreeMap<LinkIx, LinkIx>,
+    ) -> Vec<ClearedLink> {
+        let name = |l: LinkIx| self.topo.link_names(l).map(String::from);
         cleared
             .iter()
             .map(|c| ClearedLink {
-                link: self.topo.link_names(c.link).map(String::from),
+                link: name(c.link),
                 since: c.since,
                 last: c.last,
+                corrected_to: corrected.get(&c.link).map(|&to| name(to)),
             })
             .collect()
     }

@@ -264,11 +264,18 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
         );
     }
     for c in &r.cleared {
-        let _ = writeln!(
-            s,
-            "  all-clear      {}→{}  (blamed epochs {}–{})",
-            c.link[0], c.link[1], c.since, c.last
-        );
+        let _ = match &c.corrected_to {
+            Some(to) => writeln!(
+                s,
+                "  corrected      {}→{}  (blamed epochs {}–{}): its segments' loss is on {}→{}",
+                c.link[0], c.link[1], c.since, c.last, to[0], to[1]
+            ),
+            None => writeln!(
+                s,
+                "  all-clear      {}→{}  (blamed epochs {}–{})",
+                c.link[0], c.link[1], c.since, c.last
+            ),
+        };
     }
     s
 }
@@ -294,9 +301,14 @@ fn render_over_time(s: &mut String, o: &OverTimeReport) {
             Some(r) => format!(", repaired {r}, all-clear {}", epoch(f.cleared, Some(r))),
             None => String::new(),
         };
+        let bound = match (f.bound, f.ratio_to_bound()) {
+            (Some(b), Some(r)) => format!(", bound {b} ({r:.2}×)"),
+            (Some(b), None) => format!(", bound {b}"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "  {}→{}{dev} loss {:.4} from {}: detected {}{repair}",
+            "  {}→{}{dev} loss {:.4} from {}: detected {}{bound}{repair}",
             f.link[0],
             f.link[1],
             f.loss,

@@ -78,6 +78,12 @@ impl EvidenceTracker {
         self.h
     }
 
+    /// The same tracker against the threshold `h` of the decision in use (one that also tests
+    /// links counts their arms too: [`super::Decider::with_links`]).
+    pub fn with_threshold(self, h: f64) -> Self {
+        Self { h, ..self }
+    }
+
     /// Notes the segments that counted packets in `epoch`.
     pub fn record(&mut self, epoch: u64, counts: &BTreeMap<SegmentId, SegmentCount>) {
         for (&s, _) in counts.iter().filter(|(_, c)| c.sent > 0) {
