@@ -156,7 +156,7 @@ fn a_loss_of_005_percent_under_noise_is_found_at_its_information_limit_and_held(
     );
     let detected = t.detected.expect("found");
     let bound = t.bound.expect("the packets through it could show it");
-    assert!(bound >= 5 && bound < 20, "bound {bound}");
+    assert!((5..20).contains(&bound), "bound {bound}");
     let ratio = t.ratio_to_bound().unwrap();
     assert!(
         ratio <= 1.5,
