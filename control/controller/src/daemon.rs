@@ -143,6 +143,16 @@ pub async fn run(
     shutdown: impl Future<Output = ()>,
     on_epoch: impl FnMut(&EpochReport),
 ) -> Result<SimulationResult> {
+    // Polled once now, so that its signal handlers are in place before anything is logged or
+    // waited on: a SIGTERM from then on stops the daemon cleanly (exit 3 before the first epoch)
+    // instead of killing it. A test sending SIGTERM after the first log line raced this.
+    tokio::pin!(shutdown);
+    let early = futures::poll!(shutdown.as_mut()).is_ready();
+    let shutdown = async move {
+        if !early {
+            shutdown.await
+        }
+    };
     if opts.target == Target::Tofino && !opts.bmv2.role.is_empty() {
         return Err(Error::given(
             "--role",
