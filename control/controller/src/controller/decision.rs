@@ -13,18 +13,13 @@ impl Controller {
             Some(d) => {
                 let mut changes = d.observe(self.epoch, &det.segments);
                 // A link whose segments, taken together, show it repaired ends their losses.
-                let segs = &self.segments;
-                let through = |l: LinkIx| -> Vec<(SegmentId, f64)> {
-                    (0..segs.len() as SegmentId)
-                        .filter(|&s| segs.get(s).links.contains(&l))
-                        .map(|s| (s, d.p0(s)))
-                        .collect()
-                };
+                let through = |l: LinkIx| d.segments_through(l).to_vec();
                 let clearing = self.link_clearing.as_mut().expect("with the decider");
                 self.links_cleared = clearing.observe(&self.last_blamed, &det.segments, through);
                 for &l in &self.links_cleared {
-                    for s in 0..segs.len() as SegmentId {
-                        if segs.get(s).links.contains(&l) && d.force_clear(s) {
+                    let segs: Vec<SegmentId> = d.segments_through(l).iter().map(|t| t.0).collect();
+                    for s in segs {
+                        if d.force_clear(s) {
                             changes.push(Change::Cleared { segment: s });
                         }
                     }
@@ -37,7 +32,8 @@ impl Controller {
                     self.window.totals()
                 };
                 // Links whose segments together show a loss none shows alone.
-                changes.extend(d.observe_links(self.epoch, &det.segments, &totals));
+                let declared = d.observe_links(self.epoch, &det.segments, &totals, &changes);
+                changes.extend(declared);
                 let obs = decided_observations(&self.segments, &totals, d);
                 (obs, changes)
             }

@@ -17,8 +17,8 @@
 //! localizer's question. So a firing declares the segments through the link that lost packets,
 //! and the localizer weighs them with the rest.
 
-use super::{llr, Cusum};
-use crate::detect::SegmentCount;
+use super::{llr, threshold, Change, Cusum, Decider, DecisionParams, Lossy, State};
+use crate::detect::{SegmentCount, WindowCount};
 use crate::topo::{LinkIx, SegmentId};
 use std::collections::BTreeMap;
 
@@ -172,6 +172,115 @@ impl LinkWatch {
                 c.iter_mut().for_each(|c| *c = Cusum::default());
             }
         }
+    }
+}
+
+/// The decider's links: building it with them, and their tests' part in each epoch.
+impl Decider {
+    /// Tests every segment, and every one of the fabric's `n_links` links on the segments
+    /// through it together ([`LinkWatch`]); `segment_links[s]`: the links segment `s` crosses.
+    /// The threshold counts both tests' arms, so the false alarms asked for cover both.
+    pub fn with_links(
+        segment_links: &[Vec<LinkIx>],
+        n_links: usize,
+        params: DecisionParams,
+    ) -> Self {
+        let lengths: Vec<usize> = segment_links.iter().map(Vec::len).collect();
+        let mut d = Self::new(&lengths, params);
+        let watch = LinkWatch::new(n_links, segment_links, &d.p0, params.background);
+        let total: usize = d.arms.iter().map(Vec::len).sum::<usize>() + watch.total_arms();
+        d.h = threshold(total.max(1), params.false_alarms);
+        d.links = Some(watch);
+        d
+    }
+
+    /// Adds one epoch's counts to every link's pooled test; a link whose test passes declares
+    /// the segments through it that lost more than their background over `totals` (the
+    /// evidence the epoch localizes from), with those counts and the loss dated from the link's
+    /// test. Segments already lossy stay as they are; `declared_now`: what the segments' own
+    /// tests changed this epoch ([`Decider::observe`]).
+    pub fn observe_links(
+        &mut self,
+        epoch: u64,
+        counts: &BTreeMap<SegmentId, SegmentCount>,
+        totals: &BTreeMap<SegmentId, WindowCount>,
+        declared_now: &[Change],
+    ) -> Vec<Change> {
+        let Some(watch) = &mut self.links else {
+            return Vec::new();
+        };
+        let state = &mut self.state;
+        // Segments their own test declared this epoch take their loss out of their links' tests.
+        for c in declared_now {
+            if let Change::Declared { segment, .. } = c {
+                watch.restart_through(*segment);
+            }
+        }
+        let is_lossy = |s: SegmentId| matches!(state.get(s as usize), Some(State::Lossy(_)));
+        let fired = watch.observe(epoch, counts, is_lossy, self.h);
+        let mut changes = Vec::new();
+        for fired in fired {
+            let through: Vec<(SegmentId, f64)> = watch.through(fired.link).to_vec();
+            for (segment, p0) in through {
+                let Some(t) = totals.get(&segment) else {
+                    continue;
+                };
+                let s = segment as usize;
+                if t.lost == 0 || (t.lost as f64) <= p0 * t.sent as f64 {
+                    continue;
+                }
+                if !matches!(state[s], State::Watching(_)) {
+                    continue;
+                }
+                // What its all-clear weighs against: the least its own counts show it loses
+                // (never below the lowest loss watched for, nor above the link's rate).
+                let at_link = 1.0 - (1.0 - p0) * (1.0 - fired.rate);
+                let low = crate::score::wilson(t.lost as f64 / t.sent as f64, t.sent, 3.0)[0];
+                state[s] = State::Lossy(Lossy {
+                    since: fired.since,
+                    declared: epoch,
+                    sent: t.sent,
+                    lost: t.lost,
+                    rate: low.max(4.0 * p0).min(at_link),
+                    clear: Cusum::default(),
+                });
+                watch.restart_through(segment);
+                changes.push(Change::Declared {
+                    segment,
+                    since: fired.since,
+                });
+            }
+        }
+        changes
+    }
+
+    /// What a test of `link` knowing its loss `q` gains from `counts`
+    /// ([`LinkWatch::oracle_gain`]); 0 when links are not tested.
+    pub fn link_gain(
+        &self,
+        link: LinkIx,
+        counts: &BTreeMap<SegmentId, SegmentCount>,
+        q: f64,
+    ) -> f64 {
+        self.links
+            .as_ref()
+            .map_or(0.0, |w| w.oracle_gain(link, counts, q))
+    }
+
+    /// The segments through `link`, each with its background (none when links are not tested).
+    pub fn segments_through(&self, link: LinkIx) -> &[(SegmentId, f64)] {
+        self.links.as_ref().map_or(&[], |w| w.through(link))
+    }
+
+    /// The segments through `link` declared lossy now (none when links are not tested).
+    pub fn lossy_through(&self, link: LinkIx) -> Vec<SegmentId> {
+        self.links.as_ref().map_or_else(Vec::new, |w| {
+            w.through(link)
+                .iter()
+                .map(|&(s, _)| s)
+                .filter(|&s| self.lossy_segment(s).is_some())
+                .collect()
+        })
     }
 }
 
