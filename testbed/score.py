@@ -12,9 +12,12 @@ every switch's ports. With it, the truth is the injected faults plus whatever el
 frames: a link whose receiver got fewer than its sender sent beyond the injected drops, or a
 switch that took in more than it sent (a BMv2 falling behind). Every blamed link is then one of:
   injected      an injected fault;
-  real loss     a link that measurably lost frames it was not told to (with its rate);
-  switch loss   a link into or out of a switch that lost frames itself;
-  FALSE POSITIVE  nothing was lost there.
+  real loss     a link that measurably lost frames it was not told to (with its rate), weighed
+                as switch loss is;
+  switch loss   a link into or out of a switch that lost frames itself, at least half as many as
+                the blame's estimates claim (each blamed epoch's estimate times the link's frames
+                in an epoch);
+  FALSE POSITIVE  nothing was lost there, or too little to carry the blame.
 For each injected fault it shows the frames its link carried and whether they could show it: a
 loss p drops none of n frames with probability (1-p)^n, so below n = ln(20)/p (about 3/p) a fault
 of that size cannot be told from a healthy link at 95 % confidence ("too little traffic"). A
@@ -167,16 +170,41 @@ def main():
     real = {l: v["lost"] for l, v in links.items() if l not in faults and v["lost"] > 0}
     lossy_switches = {s: v["lost"] for s, v in switches.items() if v["lost"] > 0}
 
+    # The frames a blame says its link lost: each epoch's estimate times the link's frames in an
+    # epoch (its run total spread evenly), summed over the epochs that blamed it.
+    implied = {}
+    for e in epochs:
+        for b in e.get("blamed", []):
+            l = key(b["link"])
+            per_epoch = links.get(l, {}).get("sent", 0) / max(len(epochs), 1)
+            implied[l] = implied.get(l, 0.0) + b.get("loss", 0.0) * per_epoch
+
+    def weighs(lost, link):
+        """Whether `lost` frames measured at or next to `link` can carry the loss its blames
+        claim: at least half of it (an estimate from a few hundred packets is that rough)."""
+        return lost >= implied.get(link, 0.0) / 2
+
     def explain(link):
         if link in faults:
             return "injected"
-        if link in real:
+        if link in real and weighs(real[link], link):
             v = links[link]
             return f"real loss {real[link]}/{v['sent']} ({100 * real[link] / max(v['sent'], 1):.2f}%)"
-        ends = [s for s in link.split("->") if s in lossy_switches]
+        ends = [s for s in link.split("->") if s in lossy_switches
+                and weighs(lossy_switches[s], link)]
         if ends:
             return "switch loss at " + ", ".join(f"{s} ({lossy_switches[s]} frames)" for s in ends)
         return None
+
+    def unexplained_why(link):
+        """Why the loss measured next to an unexplained blame does not carry it, or ''."""
+        near = ([f"{real[link]} frames lost on the link"] if link in real else []) + [
+            f"{lossy_switches[s]} lost inside {s}" for s in link.split("->")
+            if s in lossy_switches]
+        if not near:
+            return ""
+        return (f" ({', '.join(near)}: less than half the {implied.get(link, 0.0):.0f} frames "
+                "its blames claim)")
 
     # What the links really lost (a Bernoulli dropper loses more or less than its rate),
     # measured at both of their ends; the injected rate where nothing was measured.
@@ -247,7 +275,7 @@ def main():
     for link in sorted(set(final) - set(faults)):
         why = explain(link) if acct else None
         verdicts[link] = why
-        label = why.upper() if why else "FALSE POSITIVE"
+        label = why.upper() if why else "FALSE POSITIVE" + (unexplained_why(link) if acct else "")
         print(f"{link:<22} {'-':>7} {'':>22} {'epoch ' + str(first.get(link, '?')):>13}  "
               f"{label}, est. {final[link]['loss']:.4f}")
     transient = sorted(set(first) - set(faults) - set(final))

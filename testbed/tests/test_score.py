@@ -85,6 +85,33 @@ def test_a_found_fault_and_a_blame_next_to_a_switch_that_lost_frames(tmp_path, c
     assert "inside switches 4" in said
 
 
+def test_a_switch_that_lost_too_few_frames_does_not_explain_a_heavy_blame(tmp_path, canary_bin):
+    # A 5 % blame on a link of 990 frames over one epoch claims about 50 lost frames; the 4 its
+    # end switch lost cannot carry it.
+    run = run_doc(blamed=[(("agg0_0", "core1"), 0.011), (("core1", "agg2_0"), 0.05)],
+                  coverage=[(SEGMENT, 1000, 11)])
+    acct = acct_doc({"agg0_0->core1": (1000, 10), "core1->agg2_0": (990, 0)}, {"agg2_0": 4})
+    said, v, ok = score(tmp_path, run, acct, canary_bin)
+    assert not ok, said
+    assert v["false_positives"] == ["core1->agg2_0"], said
+    assert "4 lost inside agg2_0: less than half the 50 frames its blames claim" in said
+
+
+def test_a_transient_blame_is_weighed_by_its_own_epochs(tmp_path, canary_bin):
+    # Blamed at 10 % in one epoch of two (0.1 x 990 / 2 = 50 frames claimed): a switch that lost
+    # 30 explains it, one that lost 20 does not.
+    run = run_doc(blamed=[(("agg0_0", "core1"), 0.011)], coverage=[(SEGMENT, 1000, 11)])
+    run["epochs"].append({"epoch": 2, "blamed": [{"link": ["agg0_0", "core1"], "loss": 0.011},
+                                                 {"link": ["core1", "agg2_0"], "loss": 0.1}],
+                          "segments_total": 100})
+    for lost, passes in ((30, True), (20, False)):
+        acct = acct_doc({"agg0_0->core1": (1000, 10), "core1->agg2_0": (990, 0)},
+                        {"agg2_0": lost})
+        said, v, ok = score(tmp_path, run, acct, canary_bin)
+        assert ok == passes, said
+        assert v["unexplained_in_some_epoch"] == ([] if passes else ["core1->agg2_0"]), said
+
+
 def test_a_blame_where_nothing_was_lost_is_a_false_positive(tmp_path, canary_bin):
     run = run_doc(blamed=[(("agg0_0", "core1"), 0.011), (("core1", "agg2_0"), 0.004)],
                   coverage=[(SEGMENT, 1000, 11)])

@@ -40,7 +40,7 @@ fn the_rules_and_config_are_valid_and_the_alerts_fire_on_canarys_series() {
 /// names an unreachable (disturbed) switch and a full table.
 fn exported() -> BTreeSet<String> {
     use canary_controller::controller::{Controller, ControllerConfig};
-    use canary_controller::report::TableFull;
+    use canary_controller::report::{ClearedLink, TableFull};
     use canary_controller::setup::{load_topology, prepare};
     use canary_sim::{SimConfig, SimFabric};
     let topo = load_topology("fattree:4", None).unwrap();
@@ -80,9 +80,42 @@ fn exported() -> BTreeSet<String> {
         refused: 3,
     });
     r.incomplete = Some("a test".into());
+    // One blame held, one moved to it, one cleared.
+    r.blamed[0].held = true;
+    let on = r.blamed[0].link.clone();
+    r.cleared.push(ClearedLink {
+        link: ["agg0_0".into(), "core0".into()],
+        since: 1,
+        last: 4,
+        corrected_to: Some(on.clone()),
+    });
+    r.cleared.push(ClearedLink {
+        link: ["edge0_0".into(), "agg0_0".into()],
+        since: 1,
+        last: 3,
+        corrected_to: None,
+    });
     metrics.observe(&ctl, &r, 2);
     let text = metrics.render();
     evidence_is_exported(&r, &text);
+    // A held blame is a series of its own; a correction counts as one, not as an all-clear.
+    for series in [
+        format!(
+            "canary_link_blame_held{{from=\"{}\",to=\"{}\"}} 1",
+            on[0], on[1]
+        ),
+        format!(
+            "canary_link_blame_corrected_total{{from=\"agg0_0\",to=\"core0\",now_on=\"{}->{}\"}} 1",
+            on[0], on[1]
+        ),
+        "canary_link_all_clear_total{from=\"edge0_0\",to=\"agg0_0\"} 1".to_string(),
+    ] {
+        assert!(text.lines().any(|l| l == series), "no {series} in\n{text}");
+    }
+    assert!(
+        !text.contains("canary_link_all_clear_total{from=\"agg0_0\",to=\"core0\"}"),
+        "a correction counted as an all-clear:\n{text}"
+    );
     let mut names = BTreeSet::new();
     for l in text.lines() {
         let mut w = l.split_whitespace();

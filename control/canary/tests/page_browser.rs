@@ -149,6 +149,25 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
             .all(|b| b == "link-edge1_0-agg1_1" || b == "link-agg0_0-core0"),
         "only injected links blamed: {blamed:?}"
     );
+    // The epoch's table names each blame with the epoch it has held since (one epoch's paint).
+    let table = c
+        .execute(
+            "const r = state.epochs[state.epochs.length - 1]; \
+             const b = r.blamed.find(x => x.link.join('-') === 'edge1_0-agg1_1'); \
+             return {since: b ? b.since : null, \
+               text: document.getElementById('epoch').textContent};",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let since = table["since"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("the 10 % link blamed with its epoch: {table}"));
+    let text = table["text"].as_str().unwrap();
+    assert!(
+        text.contains("edge1_0→agg1_1 ") && text.contains(&format!("since epoch {since}")),
+        "{text}"
+    );
     // The line elements are drawn once and only repainted, so this handle stays good.
     let link = c.find(Locator::Css("#link-edge1_0-agg1_1")).await.unwrap();
 

@@ -53,6 +53,8 @@ pub struct Controller {
     /// blame holds until a test clears it ([`canary_core::decide::hold`]).
     links_cleared: Vec<LinkIx>,
     last_verdict: Vec<canary_core::localize::BlamedLink>,
+    /// The links this epoch's verdict blames by holding ([`canary_core::decide::hold`]).
+    held: Vec<LinkIx>,
     timeline: LinkTimeline,
     run_totals: BTreeMap<SegmentId, WindowCount>,
     epoch: u64,
@@ -103,6 +105,7 @@ impl Controller {
             last_blamed: Vec::new(),
             links_cleared: Vec::new(),
             last_verdict: Vec::new(),
+            held: Vec::new(),
             timeline: LinkTimeline::default(),
             run_totals: BTreeMap::new(),
             epoch: 0,
@@ -246,6 +249,7 @@ impl Controller {
             }
         };
         let mut corrected = BTreeMap::new();
+        self.held.clear();
         if incomplete.is_none() {
             if let Some(d) = &self.decider {
                 let segs = &self.segments;
@@ -256,6 +260,7 @@ impl Controller {
                     |l| d.lossy_through(l),
                     |s| segs.get(s).links.as_slice(),
                 );
+                self.held = held.held;
                 for (l, why) in held.released {
                     if let Release::Corrected { to } = why {
                         corrected.insert(l, to);

@@ -23,6 +23,14 @@ pub struct LinkLabel {
     pub to: String,
 }
 
+/// A blame that moved: from `from`→`to` onto the link `now_on` ("c→d").
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct CorrectionLabel {
+    pub from: String,
+    pub to: String,
+    pub now_on: String,
+}
+
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct SegmentLabel {
     pub segment: String,
@@ -47,6 +55,8 @@ pub struct Metrics {
     link_ci_high: Family<LinkLabel, FGauge>,
     link_since: Family<LinkLabel, Gauge>,
     link_all_clear: Family<LinkLabel, Counter>,
+    link_held: Family<LinkLabel, Gauge>,
+    link_corrected: Family<CorrectionLabel, Counter>,
     segment_packets: Family<SegmentLabel, Gauge>,
     segment_lost: Family<SegmentLabel, Gauge>,
     segment_flows: Family<SegmentLabel, Gauge>,
@@ -88,6 +98,8 @@ impl Metrics {
             link_ci_high: Family::default(),
             link_since: Family::default(),
             link_all_clear: Family::default(),
+            link_held: Family::default(),
+            link_corrected: Family::default(),
             segment_packets: Family::default(),
             segment_lost: Family::default(),
             segment_flows: Family::default(),
@@ -130,6 +142,18 @@ impl Metrics {
             "link_all_clear",
             "All-clears of each link: blamed in an epoch, not in the next",
             m.link_all_clear.clone(),
+        );
+        r.register(
+            "link_blame_held",
+            "1 for each link blamed by holding in the last epoch: not named by that epoch's \
+             localization, but not cleared by a test and its loss not moved to another link",
+            m.link_held.clone(),
+        );
+        r.register(
+            "link_blame_corrected",
+            "Blames that moved: the loss of the segments through `from`->`to` placed on the \
+             link `now_on` instead",
+            m.link_corrected.clone(),
         );
         r.register(
             "segment_packets",
@@ -279,6 +303,7 @@ impl Metrics {
         self.link_ci_low.clear();
         self.link_ci_high.clear();
         self.link_since.clear();
+        self.link_held.clear();
         for b in &r.blamed {
             let label = LinkLabel {
                 from: b.link[0].clone(),
@@ -292,14 +317,29 @@ impl Metrics {
             if let Some(since) = b.since {
                 self.link_since.get_or_create(&label).set(since as i64);
             }
+            if b.held {
+                self.link_held.get_or_create(&label).set(1);
+            }
         }
         for c in &r.cleared {
-            self.link_all_clear
-                .get_or_create(&LinkLabel {
-                    from: c.link[0].clone(),
-                    to: c.link[1].clone(),
-                })
-                .inc();
+            // A correction is not an all-clear: the loss is still there, on another link.
+            match &c.corrected_to {
+                Some([x, y]) => self
+                    .link_corrected
+                    .get_or_create(&CorrectionLabel {
+                        from: c.link[0].clone(),
+                        to: c.link[1].clone(),
+                        now_on: format!("{x}->{y}"),
+                    })
+                    .inc(),
+                None => self
+                    .link_all_clear
+                    .get_or_create(&LinkLabel {
+                        from: c.link[0].clone(),
+                        to: c.link[1].clone(),
+                    })
+                    .inc(),
+            };
         }
         self.segment_packets.clear();
         self.segment_lost.clear();

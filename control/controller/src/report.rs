@@ -254,6 +254,11 @@ pub struct LinkReport {
     /// and what those lost.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub flows: Option<canary_core::detect::FlowShare>,
+    /// Blamed by holding: the localizer did not name it this epoch, but no test has cleared
+    /// it and its segments' loss has not moved to another link (`canary_core::decide::hold`).
+    /// Its estimate is the last one the localizer gave.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub held: bool,
 }
 
 /// A segment declared lossy (`lossy_since`: the epoch its loss began) or all-clear (`None`).

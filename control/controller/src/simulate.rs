@@ -243,6 +243,7 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
             ci95: None,
             since: None,
             flows: None,
+            held: false,
         }
     };
     let missed = faults

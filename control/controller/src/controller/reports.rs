@@ -184,6 +184,7 @@ impl Controller {
                     ci95: Some(wilson(b.loss, sent, 1.96)),
                     since: self.timeline.since(b.link),
                     flows,
+                    held: self.held.contains(&b.link),
                 }
             })
             .collect()

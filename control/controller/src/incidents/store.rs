@@ -227,6 +227,7 @@ mod tests {
                 ci95: None,
                 since: None,
                 flows: None,
+                held: false,
             })
             .collect();
         r

@@ -146,8 +146,25 @@ impl Tracker {
         let at = at.map(String::from);
         let blamed = blamed_subjects(r);
         let mut changed = BTreeSet::new();
+        // The report's own word on each blame that ended: an all-clear, or a correction to the
+        // link its loss is on now. Only an ending it does not explain is matched by adjacency
+        // (reports written before corrections were reported).
+        let ended: BTreeMap<Subject, Option<Subject>> = r
+            .cleared
+            .iter()
+            .map(|c| {
+                let to = c.corrected_to.clone().map(|link| Subject::Link { link });
+                (
+                    Subject::Link {
+                        link: c.link.clone(),
+                    },
+                    to,
+                )
+            })
+            .collect();
         // All-clear: open incidents whose subject is not blamed now.
         let mut cleared_now = Vec::new();
+        let mut corrections = Vec::new();
         for i in self.live.values_mut().filter(|i| i.blamed_now) {
             if blamed.iter().all(|(s, ..)| s != &i.subject) {
                 i.blamed_now = false;
@@ -159,14 +176,33 @@ impl Tracker {
                     State::Cleared
                 };
                 changed.insert(i.id);
-                if i.episodes == 1 {
-                    cleared_now.push(i.id);
+                match ended.get(&i.subject) {
+                    Some(Some(to)) => corrections.push((i.id, to.clone())),
+                    Some(None) => {}
+                    None if i.episodes == 1 => cleared_now.push(i.id),
+                    None => {}
                 }
             }
         }
         for (subject, est, age) in blamed {
             let id = self.blame(r.epoch, subject, est, age, &at, &mut cleared_now);
             changed.insert(id);
+        }
+        for (from, to) in corrections {
+            let Some(now) = self
+                .live
+                .values()
+                .find(|i| i.blamed_now && i.subject == to)
+                .map(|i| i.id)
+            else {
+                continue;
+            };
+            let o = self.live.get_mut(&from).expect("cleared now");
+            o.state = State::Corrected;
+            o.corrected_to = Some(now);
+            let n = self.live.get_mut(&now).expect("blamed now");
+            n.corrects.get_or_insert(from);
+            changed.insert(now);
         }
         // Past the flap window: a flapping incident is cleared, and none can come back.
         let window = self.cfg.flap_window;

@@ -17,6 +17,7 @@ fn blame(a: &str, b: &str, loss: f64) -> LinkReport {
         ci95: Some([loss * 0.9, loss * 1.1]),
         since: None,
         flows: None,
+        held: false,
     }
 }
 
@@ -139,6 +140,43 @@ fn a_blame_that_moves_to_a_neighbour_corrects_the_first_incident() {
     let far = [vec![blame("a", "b", 0.1)], vec![blame("c", "d", 0.1)]];
     let all = run(TrackConfig::default(), &far);
     assert_eq!(all[0].state, State::Cleared);
+    assert_eq!(all[1].corrects, None);
+}
+
+/// The report's own `cleared[].corrected_to` decides: a correction to a link already blamed
+/// (no new incident, no shared switch needed), and an all-clear that the report calls one is not
+/// a correction even when a neighbour is blamed in the same epoch.
+#[test]
+fn the_reports_corrections_and_all_clears_are_taken_as_it_says() {
+    use crate::report::ClearedLink;
+    let cleared = |a: &str, b: &str, to: Option<[&str; 2]>| ClearedLink {
+        link: [a.into(), b.into()],
+        since: 0,
+        last: 1,
+        corrected_to: to.map(|[x, y]| [x.into(), y.into()]),
+    };
+    let mut reports = vec![
+        epoch(0, vec![blame("a", "b", 0.1), blame("x", "y", 0.1)]),
+        epoch(1, vec![blame("a", "b", 0.1), blame("x", "y", 0.1)]),
+        epoch(2, vec![blame("x", "y", 0.1)]),
+    ];
+    reports[2].cleared = vec![cleared("a", "b", Some(["x", "y"]))];
+    let all = rebuild(TrackConfig::default(), &reports);
+    assert_eq!(all.len(), 2, "{all:#?}");
+    assert_eq!(
+        (all[0].subject.clone(), all[0].state, all[0].corrected_to),
+        (link("a", "b"), State::Corrected, Some(2))
+    );
+    assert_eq!((all[1].state, all[1].corrects), (State::Ongoing, Some(1)));
+
+    // agg1_1→core2 ends in an all-clear as its neighbour edge1_0→agg1_1 is first blamed.
+    let mut reports = vec![
+        epoch(0, vec![blame("agg1_1", "core2", 0.05)]),
+        epoch(1, vec![blame("edge1_0", "agg1_1", 0.1)]),
+    ];
+    reports[1].cleared = vec![cleared("agg1_1", "core2", None)];
+    let all = rebuild(TrackConfig::default(), &reports);
+    assert_eq!(all[0].state, State::Cleared, "{all:#?}");
     assert_eq!(all[1].corrects, None);
 }
 

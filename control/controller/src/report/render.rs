@@ -237,9 +237,15 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
                     )
                 })
                 .unwrap_or_default();
+            // Held: not named by this epoch's localization, not cleared by any test either.
+            let held = if b.held {
+                "  held (not named this epoch, not cleared)"
+            } else {
+                ""
+            };
             let _ = writeln!(
                 s,
-                "    {:<24} loss {:>7.4}{ci}{stage}{since}{some}",
+                "    {:<24} loss {:>7.4}{ci}{stage}{since}{some}{held}",
                 format!("{}→{}", b.link[0], b.link[1]),
                 b.loss
             );
