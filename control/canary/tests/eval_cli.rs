@@ -474,4 +474,23 @@ fn eval_on_a_schedule_gives_every_localizer_time_to_detect_and_to_clear() {
     assert!(c["mean_detect"].as_f64().unwrap() <= 2.0, "{c}");
     assert!(c["mean_clear"].as_f64().unwrap() <= 3.0, "{c}");
     assert_eq!(c["false_positive_link_epochs"], 0, "{c}");
+    // Its time to detect against the information limit (a 10 % loss: about one epoch's
+    // packets), in the JSON and on Canary's line of the table; the other localizers have none.
+    let (mean, worst) = (
+        c["mean_ratio_to_bound"].as_f64().expect("a ratio"),
+        c["worst_ratio_to_bound"].as_f64().expect("a ratio"),
+    );
+    assert!(mean <= 1.5 && worst >= mean, "{c}");
+    let line = table
+        .lines()
+        .filter(|l| l.starts_with("canary "))
+        .last()
+        .unwrap();
+    assert!(
+        line.ends_with(&format!("{mean:.2}×, {worst:.2}×")),
+        "{table}"
+    );
+    assert!(v["localizers"]["netbouncer"]["over_time"]
+        .get("mean_ratio_to_bound")
+        .is_none());
 }

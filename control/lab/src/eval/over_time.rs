@@ -29,6 +29,12 @@ pub struct Timing {
     /// Mean epochs from a repair to the all-clear, over the repairs cleared.
     pub mean_clear: Option<f64>,
     pub false_positive_link_epochs: u64,
+    /// Canary only: the time to detect as a ratio to each detected episode's information limit
+    /// (`FaultTimingReport::ratio_to_bound`), the mean and the worst.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub mean_ratio_to_bound: Option<f64>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub worst_ratio_to_bound: Option<f64>,
 }
 
 impl Timing {
@@ -71,12 +77,18 @@ impl Timing {
     }
 
     pub fn of_report(o: &OverTimeReport) -> Self {
-        Self::of(
+        let mut t = Self::of(
             o.faults
                 .iter()
                 .map(|f| (f.onset, f.detected, f.repair, f.cleared)),
             o.false_positive_link_epochs,
-        )
+        );
+        let ratios: Vec<f64> = o.faults.iter().filter_map(|f| f.ratio_to_bound()).collect();
+        if !ratios.is_empty() {
+            t.mean_ratio_to_bound = Some(ratios.iter().sum::<f64>() / ratios.len() as f64);
+            t.worst_ratio_to_bound = Some(ratios.iter().copied().fold(0.0, f64::max));
+        }
+        t
     }
 }
 

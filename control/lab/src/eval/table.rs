@@ -29,16 +29,26 @@ pub fn render_table(r: &EvalReport) -> String {
         let _ = writeln!(
             s,
             "over time, each epoch on its own telemetry (episodes: fault onsets; repairs):\n\
-             {:<17} {:>9} {:>12} {:>9} {:>11} {:>13}",
-            "localizer", "detected", "mean detect", "cleared", "mean clear", "FP link-ep."
+             {:<17} {:>9} {:>12} {:>9} {:>11} {:>13}  {}",
+            "localizer",
+            "detected",
+            "mean detect",
+            "cleared",
+            "mean clear",
+            "FP link-ep.",
+            "× information limit (mean, worst)"
         );
         let mean = |m: Option<f64>| m.map_or("—".to_string(), |m| format!("{m:.1}"));
         for (name, x) in &r.localizers.0 {
             match &x.over_time {
                 Some(t) => {
+                    let ratio = match (t.mean_ratio_to_bound, t.worst_ratio_to_bound) {
+                        (Some(m), Some(w)) => format!("{m:.2}×, {w:.2}×"),
+                        _ => "—".to_string(),
+                    };
                     let _ = writeln!(
                         s,
-                        "{:<17} {:>9} {:>12} {:>9} {:>11} {:>13}",
+                        "{:<17} {:>9} {:>12} {:>9} {:>11} {:>13}  {ratio}",
                         name,
                         format!("{}/{}", t.detected, t.episodes),
                         mean(t.mean_detect),
