@@ -301,10 +301,18 @@ def main():
               + f"; inside switches {in_switches}"
               + (" (" + ", ".join(f"{s} {n}" for s, n in sorted(lossy_switches.items())) + ")"
                  if lossy_switches else ""))
+        # Between a host and its edge switch (no Canary monitor there: not Canary's to see).
+        hosts = {h: v["lost_on_the_way_out"] + v["lost_on_the_way_in"]
+                 for h, v in acct.get("hosts", {}).items()}
+        at_hosts = sum(hosts.values())
+        if at_hosts:
+            print(f"on the hosts' own links {at_hosts} ("
+                  + ", ".join(f"{h} {n}" for h, n in sorted(hosts.items()) if n)
+                  + "): between a host and its edge switch, where Canary has no monitor")
         if traffic:
-            rest = traffic["lost"] - injected - on_links - in_switches
+            rest = traffic["lost"] - injected - on_links - in_switches - at_hosts
             print(f"end to end {traffic['lost']}: {rest:+d} not seen on any link or switch"
-                  + (" (frames lost at the hosts' own interfaces, or still in flight at the end)"
+                  + (" (still in flight at the end, or lost outside every counter)"
                      if rest else ""))
         trouble = []
         if lossy_switches:

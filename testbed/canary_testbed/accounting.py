@@ -6,7 +6,11 @@ carries Canary's 8-byte shim (EtherType 0x88B5, the frame's own EtherType at byt
 header from byte 22); on a host's link it is plain IPv4 or IPv6. Egress counts run in the
 netfilter egress hook, before tc's egress (where faults drop), so a directed link's loss is what
 its sender's egress counted less what its receiver's ingress counted, injected drops included;
-a switch's loss is what its ports took in less what they sent (`balance`).
+a switch's loss is what its ports took in less what they sent (`balance`). A host's own link
+has a counter at its switch's end only; its other end is the generator's own count, so a frame
+the host sent that its switch never took in (the veth's backlog full under load), or one the
+switch sent that the generator never read, is lost on the host's link (`host_links`): no
+Canary monitor sits between a host and its edge switch, so Canary cannot see it.
 """
 
 import json
@@ -86,13 +90,34 @@ def balance(counts, links, ports, intf, injected):
     return {"links": out, "switches": switches, "ports": per_port}
 
 
-def read(links, ports, intf, injected, load):
-    """accounting.json: the balance, the highest load average seen and the CPUs it is of."""
+def host_links(counts, hosts, intf, generators):
+    """Per host (`hosts`: [(host, switch)]) with the generator's own counts (`generators`:
+    {host: {"sent", "received"}}): what it sent and its switch took in, what the switch sent
+    it and it received, and the loss each way."""
+    out = {}
+    for h, s in hosts:
+        g = generators.get(h)
+        if g is None:
+            continue
+        took = counts.get(counter(intf(s, h), "in"), 0)
+        gave = counts.get(counter(intf(s, h), "out"), 0)
+        out[h] = {"switch": s, "sent": g["sent"], "into_switch": took,
+                  "from_switch": gave, "received": g["received"],
+                  "lost_on_the_way_out": g["sent"] - took,
+                  "lost_on_the_way_in": gave - g["received"]}
+    return out
+
+
+def read(links, ports, intf, injected, load, hosts=(), generators=None):
+    """accounting.json: the balance, the hosts' own links (`host_links`), the highest load
+    average seen and the CPUs it is of."""
     p = subprocess.run(["nft", "-j", "list", "counters", "table", "netdev", TABLE],
                        capture_output=True, text=True)
     if p.returncode != 0:
         raise RuntimeError(f"nft list counters: {p.stderr.strip()}")
-    doc = balance(counts_of(p.stdout), links, ports, intf, injected)
+    counts = counts_of(p.stdout)
+    doc = balance(counts, links, ports, intf, injected)
+    doc["hosts"] = host_links(counts, hosts, intf, generators or {})
     doc.update({"load_max": max(load, default=0.0), "cpus": len(os.sched_getaffinity(0))})
     return doc
 

@@ -192,13 +192,16 @@ class Fabric:
         self.injector.follow(self.state)
 
     def down(self):
+        generators = {}
         if self.generators:
             traffic.stop(self.generators, self.state)
+            generators = traffic.counts(self.generators, self.state)
             self.generators = []
         if self.net is not None and self.accounting:
             try:
                 injected = {k: v["dropped"] for k, v in self.injector.drops().items()}
-                acct = accounting.read(self.links, self.ports, self.intf, injected, self.load)
+                acct = accounting.read(self.links, self.ports, self.intf, injected, self.load,
+                                       [(h, s) for h, _, s in self.hosts], generators)
                 with open(os.path.join(self.state, "accounting.json"), "w") as f:
                     json.dump(acct, f, indent=1)
                 lossy = [f"{k} {v['lost']}" for k, v in acct["switches"].items() if v["lost"]]

@@ -66,6 +66,19 @@ def stop(generators, state):
          or "none"))
 
 
+def counts(generators, state):
+    """{host: {"sent", "received"}} from each stopped generator's statistics."""
+    out = {}
+    for h, _ in generators:
+        try:
+            with open(os.path.join(state, "traffic", f"{h}.json")) as f:
+                st = json.load(f)
+            out[h] = {"sent": st["sent"], "received": st["received"]}
+        except (OSError, ValueError, KeyError):
+            pass
+    return out
+
+
 def summarize(stats):
     """The hosts' totals from each generator's statistics ({host: stats}), and every host pair
     that lost packets, the lossiest first."""

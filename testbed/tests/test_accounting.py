@@ -63,6 +63,16 @@ def test_the_hosts_loss_is_the_links_plus_the_switches():
     assert sent_by_hosts - received_by_hosts == on_links + in_switches == 6
 
 
+def test_a_hosts_own_link_loses_what_its_generator_and_its_switch_port_disagree_on():
+    # h1 sent 103 of which s1 took in 100; s1 sent h1 49 of which its generator read 47.
+    gens = {"h1": {"sent": 103, "received": 47}, "h2": {"sent": 50, "received": 95}}
+    h = accounting.host_links(counts(), [("h1", "s1"), ("h2", "s2"), ("h3", "s2")], intf, gens)
+    assert h["h1"] == {"switch": "s1", "sent": 103, "into_switch": 100, "from_switch": 49,
+                       "received": 47, "lost_on_the_way_out": 3, "lost_on_the_way_in": 2}
+    assert h["h2"]["lost_on_the_way_out"] == 0 and h["h2"]["lost_on_the_way_in"] == 0
+    assert "h3" not in h, "a host without a generator's count is left out"
+
+
 def test_a_counter_nft_never_reported_counts_zero():
     b = accounting.balance({}, LINKS, PORTS, intf, {})
     assert all(v == {"sent": 0, "received": 0, "lost": 0, "injected": 0}

@@ -156,6 +156,8 @@ struct Counted {
 struct Accounting {
     links: std::collections::BTreeMap<String, Counted>,
     switches: std::collections::BTreeMap<String, u64>,
+    /// Lost between a host and its edge switch, either way (no Canary monitor sees these).
+    hosts: std::collections::BTreeMap<String, u64>,
     end_to_end: u64,
 }
 
@@ -188,29 +190,49 @@ impl Accounting {
                 (k.clone(), took - gave)
             })
             .collect();
+        let hosts = a["hosts"]
+            .as_object()
+            .expect("accounting.json: the hosts' own links")
+            .iter()
+            .map(|(k, v)| {
+                let (out, into) = (
+                    v["lost_on_the_way_out"].as_u64().unwrap(),
+                    v["lost_on_the_way_in"].as_u64().unwrap(),
+                );
+                (k.clone(), out + into)
+            })
+            .collect();
         Accounting {
             links,
             switches,
+            hosts,
             end_to_end: traffic["lost"].as_u64().unwrap(),
         }
     }
 
-    /// What the hosts lost end to end is exactly what the links and switches lost.
+    /// What the hosts lost end to end is exactly what the links, the switches and the hosts'
+    /// own links lost.
     fn balances(&self) {
         let on_links: u64 = self.links.values().map(|c| c.lost).sum();
         let in_switches: u64 = self.switches.values().sum();
-        eprintln!(
-            "lost end to end {}: on links {on_links}, inside switches {in_switches} ({:?})",
-            self.end_to_end,
-            self.switches
-                .iter()
+        let at_hosts: u64 = self.hosts.values().sum();
+        let nonzero = |m: &std::collections::BTreeMap<String, u64>| {
+            m.iter()
                 .filter(|(_, &n)| n > 0)
+                .map(|(k, n)| format!("{k} {n}"))
                 .collect::<Vec<_>>()
+        };
+        eprintln!(
+            "lost end to end {}: on links {on_links}, inside switches {in_switches} {:?}, on \
+             the hosts' own links {at_hosts} {:?}",
+            self.end_to_end,
+            nonzero(&self.switches),
+            nonzero(&self.hosts),
         );
         assert_eq!(
             self.end_to_end,
-            on_links + in_switches,
-            "frames lost end to end but on no link and in no switch"
+            on_links + in_switches + at_hosts,
+            "frames lost end to end but on no link, in no switch and on no host's link"
         );
     }
 }

@@ -239,9 +239,10 @@ impl Controller {
         let mut verdict = if incomplete.is_some() || self.first_sweep() {
             Verdict::default()
         } else {
+            let ties = self.likelihood_ties();
             match &mut self.cluster {
                 Some(c) => {
-                    let mut v = c.localize(finished, &obs).await;
+                    let mut v = c.localize(finished, &obs, ties).await;
                     canary_core::localize::name_sick_switches(&self.topo, &obs, &mut v);
                     v
                 }

@@ -180,7 +180,8 @@ impl ClusterStages {
     }
 
     /// The verdict on `obs`: each localizer partition's sub-problems there, the diagnoses back.
-    pub async fn localize(&mut self, epoch: u64, obs: &Observations) -> Verdict {
+    /// `ties`: the epoch's [`CanaryParams::likelihood_ties`].
+    pub async fn localize(&mut self, epoch: u64, obs: &Observations, ties: bool) -> Verdict {
         let t = Instant::now();
         let n = self.parts.localize;
         let mut by_part: Vec<Vec<ObservedSegment>> = vec![Vec::new(); n as usize];
@@ -195,6 +196,7 @@ impl ClusterStages {
                 let bytes = wire::encode(&Localize {
                     epoch,
                     part: l,
+                    ties,
                     segments: segments.into_iter().map(Into::into).collect(),
                 });
                 (self.cfg.localize(l), format!("{epoch}.localize.{l}"), bytes)

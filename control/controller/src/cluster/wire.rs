@@ -205,6 +205,8 @@ pub struct Joined {
 pub struct Localize {
     pub epoch: u64,
     pub part: u32,
+    /// Pins give way by likelihood this epoch (`CanaryParams::likelihood_ties`).
+    pub ties: bool,
     pub segments: Vec<WireSegment>,
 }
 

@@ -323,7 +323,7 @@ async fn localize(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
     let (cfg, l) = (&opts.cluster, opts.partition);
     let subject = cfg.localize(l);
     let mut input = inputs(js, cfg, format!("localize-{l}"), subject.clone()).await?;
-    let canary = Canary {
+    let mut canary = Canary {
         params: run.setup.canary.clone(),
     };
     while let Some(msg) = input.next().await {
@@ -336,6 +336,7 @@ async fn localize(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
             }
         };
         let epoch = task.epoch;
+        canary.params.likelihood_ties = task.ties;
         let subs = canary.diagnose(&task.observations());
         let out = Verdicts {
             epoch,

@@ -68,9 +68,16 @@ impl Controller {
     }
 
     pub fn localizer(&self) -> canary_core::localize::Canary {
-        canary_core::localize::Canary {
-            params: self.cfg.canary.clone(),
-        }
+        let mut params = self.cfg.canary.clone();
+        params.likelihood_ties = self.likelihood_ties();
+        canary_core::localize::Canary { params }
+    }
+
+    /// Pins and losses weighed by likelihood only when they were counted over the same epochs:
+    /// not when segments are watched in rounds, where a pin can be older than the loss (at
+    /// k = 16 that blamed ten times the healthy link-epochs, docs/testbed.md).
+    pub(super) fn likelihood_ties(&self) -> bool {
+        self.cfg.canary.likelihood_ties && self.plan.is_none()
     }
 
     /// Observations over the whole run so far (every epoch aggregated), each segment tested

@@ -47,6 +47,16 @@ pub struct CanaryParams {
     pub mapping: Mapping,
     /// CD solver settings (its `lambda` is replaced by [`CanaryParams::lambda`]).
     pub cd: CdParams,
+    /// Where every link of a lossy segment is pinned healthy by loss-free segments, the link
+    /// whose pins the loss is likeliest to have missed gives way (`segments::weak_pins_yield`).
+    /// Only sound when pins and losses were counted over the same epochs: the controller turns
+    /// it off when segments are watched in rounds.
+    #[serde(default = "yes")]
+    pub likelihood_ties: bool,
+}
+
+fn yes() -> bool {
+    true
 }
 
 impl Default for CanaryParams {
@@ -58,6 +68,7 @@ impl Default for CanaryParams {
             floor,
             mapping: Mapping::Log,
             cd: CdParams::default(),
+            likelihood_ties: true,
         }
     }
 }

@@ -38,12 +38,12 @@ pub struct SubVerdict {
 /// Sub-problems with a lossy segment, in sub-problem order, and the local→global link map of
 /// each.
 pub fn build(obs: &Observations) -> (Vec<SubProblem>, Vec<Vec<LinkIx>>) {
-    let (_, subs, globals) = build_numbered(obs);
+    let (_, subs, globals) = build_numbered(obs, false);
     (subs, globals)
 }
 
-/// [`build`], with each sub-problem's number.
-fn build_numbered(obs: &Observations) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<LinkIx>>) {
+/// [`build`], with each sub-problem's number; `ties`: [`CanaryParams::likelihood_ties`].
+fn build_numbered(obs: &Observations, ties: bool) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<LinkIx>>) {
     let subs = obs
         .segments
         .iter()
@@ -64,7 +64,8 @@ fn build_numbered(obs: &Observations) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<Lin
         .enumerate()
         .filter(|(_, idx)| idx.iter().any(|&i| obs.segments[i].success < 1.0))
         .map(|(n, idx)| {
-            let sub = one_subproblem(obs, weak_pins_yield(obs, could_show_the_loss(obs, idx)));
+            let kept = weak_pins_yield(obs, could_show_the_loss(obs, idx), ties);
+            let sub = one_subproblem(obs, kept);
             (n as u32, sub)
         })
         .unzip();
@@ -140,16 +141,26 @@ const WEAK_PIN: f64 = 1e-3;
 /// only such link of the segment, is the likeliest home of the loss: its pins are dropped. A
 /// loss whose links are all pinned harder than that, or several of them as weakly, is left
 /// unexplained, as before.
-fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>) -> Vec<usize> {
+///
+/// With `ties`, a loss whose links are all pinned hard still goes to the link its pins are
+/// likeliest to have missed: loss q on link l leaves all of l's loss-free packets N_l untouched
+/// with probability (1 − q)^N_l, so l is preferred to m by (1 − q)^(N_l − N_m). When that
+/// favours one link over every other by [`TIE_MARGIN`] or more, its pins give way. Otherwise
+/// CD settled such a tie by link order (the testbed, issue 32: 7 of 15 lost on a segment whose
+/// faulty link was pinned by 19 clean packets and its neighbour by 24, 23 to 1 for the faulty
+/// link, and the neighbour was blamed).
+fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: bool) -> Vec<usize> {
     loop {
-        // The most packets a kept loss-free segment carried over each link.
+        // The most packets a kept loss-free segment carried over each link, and all of them.
         let mut pin: HashMap<LinkIx, u64> = HashMap::new();
+        let mut pinned: HashMap<LinkIx, u64> = HashMap::new();
         for &i in &idx {
             let s = &obs.segments[i];
             if s.success >= 1.0 {
                 for &l in &s.links {
                     let e = pin.entry(l).or_default();
                     *e = (*e).max(s.sent);
+                    *pinned.entry(l).or_default() += s.sent;
                 }
             }
         }
@@ -169,6 +180,7 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>) -> Vec<usize> {
                 .filter(|l| (1.0 - q).powf(pin[*l] as f64) >= WEAK_PIN);
             match (weak.next(), weak.next()) {
                 (Some(&link), None) => Some(link),
+                (None, None) if ties => likeliest_home(&s.links, q, &pinned),
                 _ => None,
             }
         });
@@ -180,6 +192,21 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>) -> Vec<usize> {
             s.success < 1.0 || !s.links.contains(&link)
         });
     }
+}
+
+/// How much likelier its pins must make one link the home of a loss than every other link of
+/// the segment before they give way: 10 to 1.
+const TIE_MARGIN: f64 = 10.0;
+
+/// Of `links`, all pinned hard against a loss `q`, the one whose loss-free packets (`pinned`)
+/// were likeliest to miss it, when it is [`TIE_MARGIN`] times likelier than each other.
+fn likeliest_home(links: &[LinkIx], q: f64, pinned: &HashMap<LinkIx, u64>) -> Option<LinkIx> {
+    let mut by_packets: Vec<(u64, LinkIx)> = links.iter().map(|l| (pinned[l], *l)).collect();
+    by_packets.sort_unstable();
+    let (&(fewest, link), &(next, _)) = (by_packets.first()?, by_packets.get(1)?);
+    // (1 − q)^fewest / (1 − q)^next ≥ margin.
+    let log_ratio = (next - fewest) as f64 * -(-q).ln_1p();
+    (log_ratio >= TIE_MARGIN.ln()).then_some(link)
 }
 
 /// Merges per-sub-problem diagnoses into one verdict on global links.
@@ -213,7 +240,7 @@ impl Canary {
     /// [`Localizer::localize`] merges. Sub-problems share nothing, so any split of the
     /// observations by sub-problem, diagnosed apart, gives the same diagnoses.
     pub fn diagnose(&self, obs: &Observations) -> Vec<SubVerdict> {
-        let (numbers, subs, globals) = build_numbered(obs);
+        let (numbers, subs, globals) = build_numbered(obs, self.params.likelihood_ties);
         let diags = localize_all(&subs, &self.params);
         numbers
             .into_iter()
@@ -307,6 +334,46 @@ mod tests {
         };
         assert_eq!(localize(19), vec![0]);
         assert_eq!(localize(1368), Vec::<LinkIx>::new(), "both pins strong");
+    }
+
+    /// The testbed's wrong blame (CI, issue 32): 7 of 15 lost on segment {0, 1}; the faulty
+    /// link 0 pinned by 19 clean packets, its neighbour 1 by 24. Both pins are hard, and CD
+    /// settled the tie by link order. By likelihood the loss is 23 times likelier on link 0
+    /// (0.53^19 against 0.53^24), so link 0 is blamed; with the pins swapped, link 1. Where
+    /// the likelihoods are closer than 10 to 1 nothing is changed.
+    #[test]
+    fn a_tie_between_hard_pins_goes_to_the_likelier_link() {
+        let localize = |pin0: u64, pin1: u64, ties: bool| {
+            let obs = Observations {
+                segments: vec![
+                    seg(0, vec![0, 1], 15, 7, 8.0 / 15.0),
+                    seg(1, vec![0, 2], pin0, 0, 1.0),
+                    seg(2, vec![3, 1], pin1, 0, 1.0),
+                ],
+            };
+            let canary = Canary {
+                params: CanaryParams {
+                    likelihood_ties: ties,
+                    ..Default::default()
+                },
+            };
+            let v = canary.verdict(canary.diagnose(&obs));
+            v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
+        };
+        // Without the rule, CD's link order blames the neighbour: the testbed's failure.
+        assert_eq!(localize(19, 24, false), vec![1]);
+        assert_eq!(localize(19, 24, true), vec![0]);
+        assert_eq!(localize(24, 19, true), vec![1]);
+        // Four packets apart is 12 to 1 at this loss: decided. Three is 6.6 to 1 and equal
+        // pins are 1 to 1: the rule stays out and CD's order decides, as before.
+        assert_eq!(localize(20, 24, true), vec![0]);
+        for (a, b) in [(21, 24), (24, 24)] {
+            assert_eq!(
+                localize(a, b, true),
+                localize(a, b, false),
+                "{a} against {b}"
+            );
+        }
     }
 
     /// Diagnosed in any split by sub-problem (as localizer workers do), the verdict is the
