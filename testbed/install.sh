@@ -61,7 +61,7 @@ for tool in p4c simple_switch_grpc simple_switch_CLI; do
     if command -v "$tool" >/dev/null 2>&1; then
         echo "ok        $tool $(command -v "$tool")"
     else
-        echo "missing   $tool (not a Debian package: build p4c and BMv2 as DEVELOPERS.md says)"
+        echo "missing   $tool (not a Debian package: DEVELOPERS.md says where p4c and BMv2 come from)"
     fi
 done
 /usr/bin/python3 -c 'import mininet.net, yaml' && echo "ok        /usr/bin/python3 imports mininet, yaml"

@@ -136,7 +136,7 @@ fi
 [ "$(id -u)" = 0 ] || die "run as root (network namespaces, veths, tc)"
 for tool in p4c simple_switch_grpc ip tc ethtool mnexec; do
     command -v "$tool" >/dev/null 2>&1 ||
-        die "\`$tool\` is not on PATH (testbed/install.sh installs the Debian parts; p4c and BMv2: see README)"
+        die "\`$tool\` is not on PATH (testbed/install.sh installs the Debian parts; p4c and BMv2: DEVELOPERS.md says where they come from)"
 done
 $PY -c 'import mininet.net, yaml' 2>/dev/null || die "$PY cannot import mininet and yaml: run testbed/install.sh"
 

@@ -372,3 +372,77 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
         "segments observed before the restart {before}, at the end {after}"
     );
 }
+
+/// An install as `docs/run.md` describes it: the `canary` binary copied alone into a directory
+/// with the compiled program, the topology, the switches file and a config file beside it, run
+/// from `/` with nothing but `--config`. It reaches the BMv2 switches, runs its epochs, blames
+/// the lossy link, and refers to nothing of the build tree.
+#[test]
+fn a_binary_copied_alone_runs_from_its_config_file_against_bmv2() {
+    if missing() {
+        return;
+    }
+    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
+        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
+        return;
+    }
+    let topology = topo_file("line2.yaml");
+    let lab = FabricLab::new(load_topology(&topology, None).unwrap());
+    lab.link_loss("s1", "s2", 10.0);
+    let install = lab.path("install");
+    std::fs::create_dir_all(install.join("p4")).unwrap();
+    let exe = install.join("canary");
+    std::fs::copy(env!("CARGO_BIN_EXE_canary"), &exe).unwrap();
+    for f in std::fs::read_dir(&lab.p4dir).unwrap() {
+        let f = f.unwrap().path();
+        if f.is_file() {
+            std::fs::copy(&f, install.join("p4").join(f.file_name().unwrap())).unwrap();
+        }
+    }
+    std::fs::copy(&topology, install.join("topology.yaml")).unwrap();
+    std::fs::copy(&lab.switches_yaml, install.join("switches.yaml")).unwrap();
+    // Relative paths: taken from the config file's directory.
+    std::fs::write(
+        install.join("canary.yaml"),
+        "topology: topology.yaml\ntarget: bmv2\nswitches: switches.yaml\np4: p4\n\
+         epoch_ms: 1000\nepochs: 8\nreport: report.jsonl\nquiet: true\n\
+         pipeline:\n  alpha: 200\n  beta: 4\n  eta: 4\n",
+    )
+    .unwrap();
+    let traffic = lab.traffic(200, 8, 200.0, 11);
+    let out = std::process::Command::new("ip")
+        .args(["netns", "exec", &lab.fab])
+        .arg(&exe)
+        .args(["run", "--config"])
+        .arg(install.join("canary.yaml"))
+        .current_dir("/")
+        .env_remove("CARGO_MANIFEST_DIR")
+        .env("RUST_LOG", "info")
+        .stdin(std::process::Stdio::null())
+        .output()
+        .unwrap();
+    traffic.stop();
+    let said = format!(
+        "{}\n{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert!(out.status.success(), "{said}");
+    assert!(
+        !said.contains(env!("CARGO_MANIFEST_DIR")),
+        "the installed binary named its build tree: {said}"
+    );
+    let lines: Vec<Value> = std::fs::read_to_string(install.join("report.jsonl"))
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 8, "{said}");
+    let last = lines.last().unwrap();
+    assert!(last["packets_counted"].as_u64().unwrap() > 0, "{last}");
+    assert_eq!(
+        blamed(&last["blamed"]),
+        vec![("s1".to_string(), "s2".to_string())],
+        "{said}"
+    );
+}

@@ -35,7 +35,7 @@ fn missing() -> Option<String> {
     ] {
         if !on_path(tool) {
             return Some(format!(
-                "{tool} missing from PATH (testbed/install.sh; p4c/BMv2: README)"
+                "{tool} missing from PATH (testbed/install.sh; p4c/BMv2: DEVELOPERS.md)"
             ));
         }
     }
