@@ -172,9 +172,11 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
         plan_ms: t.elapsed().as_secs_f64() * 1e3,
     };
 
-    let canary = Canary {
-        params: opts.canary.clone(),
-    };
+    // Pins weighed by likelihood only when they and the losses are of the same epochs: not
+    // when segments take turns (`CanaryParams::likelihood_ties`).
+    let mut params = opts.canary.clone();
+    params.likelihood_ties &= plan.rounds() <= 1;
+    let canary = Canary { params };
     let mut shown = LastShown::new(segments.len());
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     let mut first_blamed: Vec<Option<u64>> = vec![None; faults.len()];
