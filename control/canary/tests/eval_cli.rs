@@ -481,11 +481,7 @@ fn eval_on_a_schedule_gives_every_localizer_time_to_detect_and_to_clear() {
         c["worst_ratio_to_bound"].as_f64().expect("a ratio"),
     );
     assert!(mean <= 1.5 && worst >= mean, "{c}");
-    let line = table
-        .lines()
-        .filter(|l| l.starts_with("canary "))
-        .last()
-        .unwrap();
+    let line = table.lines().rfind(|l| l.starts_with("canary ")).unwrap();
     assert!(
         line.ends_with(&format!("{mean:.2}×, {worst:.2}×")),
         "{table}"

@@ -29,14 +29,8 @@ pub fn render_table(r: &EvalReport) -> String {
         let _ = writeln!(
             s,
             "over time, each epoch on its own telemetry (episodes: fault onsets; repairs):\n\
-             {:<17} {:>9} {:>12} {:>9} {:>11} {:>13}  {}",
-            "localizer",
-            "detected",
-            "mean detect",
-            "cleared",
-            "mean clear",
-            "FP link-ep.",
-            "× information limit (mean, worst)"
+             {:<17} {:>9} {:>12} {:>9} {:>11} {:>13}  × information limit (mean, worst)",
+            "localizer", "detected", "mean detect", "cleared", "mean clear", "FP link-ep."
         );
         let mean = |m: Option<f64>| m.map_or("—".to_string(), |m| format!("{m:.1}"));
         for (name, x) in &r.localizers.0 {
