@@ -126,6 +126,8 @@ impl Diagnosis {
 /// mapped success, higher-loss groups 0, lower-loss groups and loss-free segments (including
 /// those below the noise floor) 1; CD runs with already-blamed links frozen at 0; every other
 /// link left below 1 is blamed with stage `g`. Empty groups are skipped but still get a snapshot.
+/// Our departure: a lower group's segment whose counts cannot rule out the stage's loss range
+/// ([`loss_could_reach`]) sits the stage out instead of pinning its links at "healthy".
 ///
 /// Blamed losses come from the raw data, not from CD (see [`estimate_losses`]); a blamed link
 /// the others explain is dropped ([`redundant::prune`]).
@@ -159,11 +161,29 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         }
         let mut cd_iterations = 0;
         if any {
+            // A lower group's segment pins its links at "healthy" in this stage; one whose own
+            // counts cannot rule out this stage's loss (too few packets) does not.
+            let lowest = 1.0 - b;
+            let keep: Vec<usize> = (0..y.len())
+                .filter(|&si| match grp.of_segment[si] {
+                    Some(h) if h > g => loss_could_reach(success[si], weight[si]) < lowest,
+                    _ => true,
+                })
+                .collect();
+            let (sp, sy, sw);
+            let (paths_g, y_g, weight_g) = if keep.len() == y.len() {
+                (&paths[..], &y[..], &weight[..])
+            } else {
+                sp = keep.iter().map(|&i| paths[i].clone()).collect::<Vec<_>>();
+                sy = keep.iter().map(|&i| y[i]).collect::<Vec<_>>();
+                sw = keep.iter().map(|&i| weight[i]).collect::<Vec<_>>();
+                (&sp[..], &sy[..], &sw[..])
+            };
             let problem = CdProblem {
                 n_links: sub.n_links,
-                paths: &paths,
-                y: &y,
-                weight: &weight,
+                paths: paths_g,
+                y: y_g,
+                weight: weight_g,
                 frozen: &frozen,
             };
             let sol = cd::solve(&problem, &cd_params);
@@ -206,6 +226,18 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
             .retain(|l| blamed.iter().any(|b| b.link == *l));
     }
     Diagnosis { blamed, stages }
+}
+
+/// The highest loss a segment's counts leave plausible: the upper end of the Wilson interval at
+/// z = 3 (99.7 %) of its loss, from its success rate and packets.
+fn loss_could_reach(success: f64, sent: f64) -> f64 {
+    if sent <= 0.0 {
+        return 1.0;
+    }
+    let (p, n, z2) = ((1.0 - success).clamp(0.0, 1.0), sent, 9.0);
+    let centre = p + z2 / (2.0 * n);
+    let spread = 3.0 * (p * (1.0 - p) / n + z2 / (4.0 * n * n)).sqrt();
+    ((centre + spread) / (1.0 + z2 / n)).min(1.0)
 }
 
 /// The top of each segment's mapped range. The paper maps every group to [0, 0.8] so that CD
