@@ -58,21 +58,30 @@ fn blamed(v: &Value) -> Vec<(String, String)> {
         .collect()
 }
 
+/// The two-switch line with 10 % loss on s1→s2, and its topology file; `None` (after printing
+/// SKIP) where the tools are missing.
+fn line2_losing_10_percent() -> Option<(String, FabricLab)> {
+    if missing() {
+        return None;
+    }
+    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
+        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
+        return None;
+    }
+    let topology = topo_file("line2.yaml");
+    let lab = FabricLab::new(load_topology(&topology, None).unwrap());
+    lab.link_loss("s1", "s2", 10.0);
+    Some((topology, lab))
+}
+
 /// Two switches, 10% netem loss on s1→s2 only: the daemon runs 20 one-second epochs, blames
 /// exactly [s1, s2], writes one report line per epoch, serves metrics, and a second controller
 /// with a lower election id is refused writes.
 #[test]
 fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
-    if missing() {
+    let Some((topology, lab)) = line2_losing_10_percent() else {
         return;
-    }
-    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
-        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
-        return;
-    }
-    let topology = topo_file("line2.yaml");
-    let lab = FabricLab::new(load_topology(&topology, None).unwrap());
-    lab.link_loss("s1", "s2", 10.0);
+    };
     let faults = lab.path("faults.yaml");
     std::fs::write(&faults, "faults:\n  - {link: [s1, s2], loss: 0.1}\n").unwrap();
     let traffic = lab.traffic(200, 8, 200.0, 7);
@@ -379,16 +388,9 @@ fn fattree4_run_survives_a_switch_restart_and_blames_nothing() {
 /// the lossy link, and refers to nothing of the build tree.
 #[test]
 fn a_binary_copied_alone_runs_from_its_config_file_against_bmv2() {
-    if missing() {
+    let Some((topology, lab)) = line2_losing_10_percent() else {
         return;
-    }
-    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
-        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
-        return;
-    }
-    let topology = topo_file("line2.yaml");
-    let lab = FabricLab::new(load_topology(&topology, None).unwrap());
-    lab.link_loss("s1", "s2", 10.0);
+    };
     let install = lab.path("install");
     std::fs::create_dir_all(install.join("p4")).unwrap();
     let exe = install.join("canary");

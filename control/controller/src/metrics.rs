@@ -15,20 +15,15 @@ use prometheus_client::registry::Registry;
 use std::sync::atomic::AtomicU64;
 use std::sync::{Arc, Mutex};
 
+mod blames;
 mod evidence;
+
+pub use blames::CorrectionLabel;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LinkLabel {
     pub from: String,
     pub to: String,
-}
-
-/// A blame that moved: from `from`→`to` onto the link `now_on` ("c→d").
-#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
-pub struct CorrectionLabel {
-    pub from: String,
-    pub to: String,
-    pub now_on: String,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -50,13 +45,6 @@ type FGauge = Gauge<f64, AtomicU64>;
 
 pub struct Metrics {
     registry: Mutex<Registry>,
-    link_loss: Family<LinkLabel, FGauge>,
-    link_ci_low: Family<LinkLabel, FGauge>,
-    link_ci_high: Family<LinkLabel, FGauge>,
-    link_since: Family<LinkLabel, Gauge>,
-    link_all_clear: Family<LinkLabel, Counter>,
-    link_held: Family<LinkLabel, Gauge>,
-    link_corrected: Family<CorrectionLabel, Counter>,
     segment_packets: Family<SegmentLabel, Gauge>,
     segment_lost: Family<SegmentLabel, Gauge>,
     segment_flows: Family<SegmentLabel, Gauge>,
@@ -74,6 +62,7 @@ pub struct Metrics {
     epoch_seconds: FGauge,
     rules_refused: Family<TableLabel, Counter>,
     evidence: evidence::EvidenceGauges,
+    blames: blames::BlameGauges,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -93,13 +82,6 @@ impl Metrics {
         let mut r = Registry::with_prefix("canary");
         let m = Self {
             registry: Mutex::new(Registry::default()),
-            link_loss: Family::default(),
-            link_ci_low: Family::default(),
-            link_ci_high: Family::default(),
-            link_since: Family::default(),
-            link_all_clear: Family::default(),
-            link_held: Family::default(),
-            link_corrected: Family::default(),
             segment_packets: Family::default(),
             segment_lost: Family::default(),
             segment_flows: Family::default(),
@@ -117,44 +99,9 @@ impl Metrics {
             epoch_seconds: FGauge::default(),
             rules_refused: Family::default(),
             evidence: Default::default(),
+            blames: Default::default(),
         };
-        r.register(
-            "link_loss_estimate",
-            "Estimated loss rate of each link blamed in the last epoch",
-            m.link_loss.clone(),
-        );
-        r.register(
-            "link_loss_ci95_lower",
-            "Lower end of the 95 % interval of each blamed link's loss estimate",
-            m.link_ci_low.clone(),
-        );
-        r.register(
-            "link_loss_ci95_upper",
-            "Upper end of the 95 % interval of each blamed link's loss estimate",
-            m.link_ci_high.clone(),
-        );
-        r.register(
-            "link_blamed_since_epoch",
-            "The epoch since which each blamed link has been blamed without a break",
-            m.link_since.clone(),
-        );
-        r.register(
-            "link_all_clear",
-            "All-clears of each link: blamed in an epoch, not in the next",
-            m.link_all_clear.clone(),
-        );
-        r.register(
-            "link_blame_held",
-            "1 for each link blamed by holding in the last epoch: not named by that epoch's \
-             localization, but not cleared by a test and its loss not moved to another link",
-            m.link_held.clone(),
-        );
-        r.register(
-            "link_blame_corrected",
-            "Blames that moved: the loss of the segments through `from`->`to` placed on the \
-             link `now_on` instead",
-            m.link_corrected.clone(),
-        );
+        m.blames.register(&mut r);
         r.register(
             "segment_packets",
             "Packets counted on each segment in the last epoch",
@@ -299,48 +246,7 @@ impl Metrics {
                 })
                 .inc_by(u64::from(t.refused));
         }
-        self.link_loss.clear();
-        self.link_ci_low.clear();
-        self.link_ci_high.clear();
-        self.link_since.clear();
-        self.link_held.clear();
-        for b in &r.blamed {
-            let label = LinkLabel {
-                from: b.link[0].clone(),
-                to: b.link[1].clone(),
-            };
-            self.link_loss.get_or_create(&label).set(b.loss);
-            if let Some([lo, hi]) = b.ci95 {
-                self.link_ci_low.get_or_create(&label).set(lo);
-                self.link_ci_high.get_or_create(&label).set(hi);
-            }
-            if let Some(since) = b.since {
-                self.link_since.get_or_create(&label).set(since as i64);
-            }
-            if b.held {
-                self.link_held.get_or_create(&label).set(1);
-            }
-        }
-        for c in &r.cleared {
-            // A correction is not an all-clear: the loss is still there, on another link.
-            match &c.corrected_to {
-                Some([x, y]) => self
-                    .link_corrected
-                    .get_or_create(&CorrectionLabel {
-                        from: c.link[0].clone(),
-                        to: c.link[1].clone(),
-                        now_on: format!("{x}->{y}"),
-                    })
-                    .inc(),
-                None => self
-                    .link_all_clear
-                    .get_or_create(&LinkLabel {
-                        from: c.link[0].clone(),
-                        to: c.link[1].clone(),
-                    })
-                    .inc(),
-            };
-        }
+        self.blames.observe(r);
         self.segment_packets.clear();
         self.segment_lost.clear();
         self.segment_flows.clear();
