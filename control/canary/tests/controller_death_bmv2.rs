@@ -12,7 +12,7 @@ mod fabric_lab;
 use canary_controller::setup::load_topology;
 use canary_switch::contract::{Program, Table};
 use canary_switch::entries::{read_rule, ReadRule};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use fabric_lab::{http_get_in_ns, wait_child, FabricLab};
 use rand::{Rng, SeedableRng};
 use serde_json::Value;
@@ -90,7 +90,7 @@ fn random_point() -> Duration {
 
 /// Canary's rules on every switch, read over P4Runtime (a read needs no primary).
 fn rules_on(lab: &FabricLab) -> BTreeSet<(usize, ReadRule)> {
-    let idx = P4InfoIndex::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
+    let idx = P4InfoFile::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
     let prog = Program::from_p4info(&idx.path, &idx.info).unwrap();
     let (fab, n) = (lab.fab.clone(), lab.topo.switches.len());
     std::thread::spawn(move || {

@@ -215,7 +215,7 @@ fn bfrt_like_update() -> bfrt_proto::p4rt::Update {
     let dir = tempfile::tempdir().unwrap();
     bmv2::build(dir.path());
     let idx =
-        canary_switch::p4info::P4InfoIndex::load(&dir.path().join("canary.p4info.bin")).unwrap();
+        canary_switch::p4info::P4InfoFile::load(&dir.path().join("canary.p4info.bin")).unwrap();
     let prog = canary_switch::contract::Program::from_p4info(&idx.path, &idx.info).unwrap();
     let op = canary_core::fabric::RuleOp::InstallHh {
         switch: 0,

@@ -20,7 +20,7 @@ use canary_switch::bmv2_thrift::{ThriftClient, Timeouts};
 use canary_switch::contract::MeterRegisters;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::rule_ids::RuleKey;
 use canary_switch::switches::{port_map, SwitchesFile};
 use fabric_lab::{udp_frame, FabricLab, THRIFT_BASE};
@@ -69,7 +69,7 @@ fn line() -> Option<Line> {
 
 impl Line {
     fn program(&self) -> Arc<Bmv2Program> {
-        let p4info = P4InfoIndex::load(&self.lab.p4dir.join("canary.p4info.bin")).unwrap();
+        let p4info = P4InfoFile::load(&self.lab.p4dir.join("canary.p4info.bin")).unwrap();
         let json = std::fs::read(self.lab.p4dir.join("canary.json")).unwrap();
         Arc::new(Bmv2Program::new(p4info, json).unwrap())
     }

@@ -4,7 +4,7 @@
 use canary_core::topo::{fattree::fattree, yaml, MonitorPlacement, Topology};
 use canary_core::FlowId;
 use canary_switch::contract::Program;
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::rule_ids::{RuleIds, RuleKey};
 use std::sync::OnceLock;
 
@@ -28,7 +28,7 @@ pub fn v1model() -> &'static Program {
     static P: OnceLock<Program> = OnceLock::new();
     P.get_or_init(|| {
         let bytes = include_bytes!("../../switch/testdata/v1model/canary.p4info.bin");
-        let idx = P4InfoIndex::decode("canary.p4info.bin", bytes.to_vec()).expect("P4Info");
+        let idx = P4InfoFile::decode("canary.p4info.bin", bytes.to_vec()).expect("P4Info");
         Program::from_p4info(&idx.path, &idx.info).expect("the contract resolves")
     })
 }

@@ -2,9 +2,9 @@
 //! resolved from it, checked for what the drivers rely on.
 
 use crate::pick;
-use canary_switch::contract::{Program, DIGEST_P4INFO, TABLES};
+use canary_switch::contract::{Program, TABLES};
 use canary_switch::drivers::bfruntime;
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 
 /// A P4Info and the contract resolved against it (0), a program's `bfrt.json` and the contract
 /// (1), the non-P4 `bfrt.json` of the packet replication engine (2).
@@ -14,14 +14,10 @@ pub fn program(data: &[u8]) {
     };
     match which {
         0 => {
-            let Ok(idx) = P4InfoIndex::decode("fuzz.p4info.bin", rest.to_vec()) else {
+            let Ok(file) = P4InfoFile::decode("fuzz.p4info.bin", rest.to_vec()) else {
                 return;
             };
-            let _ = idx.table("dsm_table");
-            let _ = idx.action("dsm_hit");
-            let _ = idx.digest_id(DIGEST_P4INFO);
-            let _ = idx.registers();
-            if let Ok(p) = Program::from_p4info(&idx.path, &idx.info) {
+            if let Ok(p) = Program::from_p4info(&file.path, &file.info) {
                 resolved(&p);
             }
         }

@@ -21,7 +21,7 @@ use canary_core::model::epoch_tag;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
 use canary_switch::meters;
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::rule_ids::RuleIds;
 use canary_switch::switches::{BoundSwitch, SwitchEndpoint};
 use criterion::{criterion_group, criterion_main, Criterion};
@@ -32,7 +32,7 @@ fn harvest(c: &mut Criterion) {
         common::skip(&format!("bmv2_harvest: {what} missing from PATH"));
         return;
     }
-    let p4info = P4InfoIndex::load(&program().join("canary.p4info.bin")).unwrap();
+    let p4info = P4InfoFile::load(&program().join("canary.p4info.bin")).unwrap();
     let json = std::fs::read(program().join("canary.json")).expect("read canary.json");
     let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
     let sw = Switch::start(13);

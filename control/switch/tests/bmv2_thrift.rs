@@ -21,7 +21,7 @@ use canary_switch::contract::Program;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program, CXT_ID};
 use canary_switch::meters::{self, Cell};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::rule_ids::{RuleIds, RuleKey};
 use canary_switch::switches::{BoundSwitch, SwitchEndpoint};
 use std::sync::{Arc, OnceLock};
@@ -30,7 +30,7 @@ use std::sync::{Arc, OnceLock};
 fn compiled() -> &'static Arc<Bmv2Program> {
     static PROG: OnceLock<Arc<Bmv2Program>> = OnceLock::new();
     PROG.get_or_init(|| {
-        let p4info = P4InfoIndex::load(&program().join("canary.p4info.bin")).unwrap();
+        let p4info = P4InfoFile::load(&program().join("canary.p4info.bin")).unwrap();
         let json = std::fs::read(program().join("canary.json")).unwrap();
         Arc::new(Bmv2Program::new(p4info, json).unwrap())
     })

@@ -7,7 +7,7 @@ mod common;
 use canary_switch::contract::Program;
 use canary_switch::drivers::p4runtime::write_update;
 use canary_switch::entries;
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::p4rt::{P4RtClient, P4RtConfig, P4RtError, TlsFiles};
 use std::path::Path;
 use std::process::{Child, Command, Stdio};
@@ -118,7 +118,7 @@ fn pipeline_push_and_write_errors_over_tls() {
             .spawn()
             .unwrap(),
     );
-    let idx = P4InfoIndex::load(&p4.join("canary.p4info.bin")).unwrap();
+    let idx = P4InfoFile::load(&p4.join("canary.p4info.bin")).unwrap();
     let json = std::fs::read(p4.join("canary.json")).unwrap();
     let rt = tokio::runtime::Builder::new_current_thread()
         .enable_all()

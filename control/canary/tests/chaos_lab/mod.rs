@@ -20,7 +20,7 @@ use canary_switch::drivers::chaos::{
     ChaosDriver, ChaosOptions, Fault, Lifeline, Plane, PlaneClock,
 };
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::rule_ids::RuleKey;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -32,7 +32,7 @@ pub type ChaosFabric = SwitchFabric<ChaosDriver, PlaneClock>;
 /// The compiled program's contract (the P4Info kept as test data), as BMv2 would resolve it.
 pub fn program() -> Arc<Program> {
     let bytes = include_bytes!("../../../switch/testdata/v1model/canary.p4info.bin");
-    let idx = P4InfoIndex::decode("canary.p4info.bin", bytes.to_vec()).unwrap();
+    let idx = P4InfoFile::decode("canary.p4info.bin", bytes.to_vec()).unwrap();
     Arc::new(Program::from_p4info(&idx.path, &idx.info).unwrap())
 }
 

@@ -9,7 +9,7 @@
 use crate::bmv2::{repo_root, Lab, RawSocket};
 use canary_core::topo::{PortMap, SwitchIx, Topology};
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use canary_switch::switches::{port_map, SwitchesFile};
 use rand::{Rng, SeedableRng};
 use rand_distr::{Distribution, Pareto};
@@ -342,7 +342,7 @@ impl FabricLab {
         let path = self.switches_yaml.display().to_string();
         let bound = SwitchesFile::load(&path).unwrap().bind(&path, t).unwrap();
         let ports = port_map(&bound);
-        let p4info = P4InfoIndex::load(&self.p4dir.join("canary.p4info.bin")).unwrap();
+        let p4info = P4InfoFile::load(&self.p4dir.join("canary.p4info.bin")).unwrap();
         let json = std::fs::read(self.p4dir.join("canary.json")).unwrap();
         let prog = Arc::new(Bmv2Program::new(p4info, json).unwrap());
         let drivers = bound

@@ -3,13 +3,13 @@
 //! the run because the packet tests load it too.
 
 use crate::error::{Error, Result};
-use canary_switch::p4info::P4InfoIndex;
+use canary_switch::p4info::P4InfoFile;
 use std::path::Path;
 
 /// The compiled program: BMv2 JSON and binary P4Info.
 pub struct P4Artifacts {
     pub device_config: Vec<u8>,
-    pub p4info: P4InfoIndex,
+    pub p4info: P4InfoFile,
 }
 
 /// The files of a compiled program's directory.
@@ -37,7 +37,7 @@ pub fn load_p4(dir: &Path) -> Result<P4Artifacts> {
     let json = dir.join(BMV2_FILES[0]);
     let device_config = std::fs::read(&json)
         .map_err(|e| Error::io(format!("cannot read the BMv2 JSON {}", json.display()), e))?;
-    let p4info = P4InfoIndex::load(&dir.join(BMV2_FILES[1])).map_err(Error::switches)?;
+    let p4info = P4InfoFile::load(&dir.join(BMV2_FILES[1])).map_err(Error::switches)?;
     Ok(P4Artifacts {
         device_config,
         p4info,

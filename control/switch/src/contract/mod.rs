@@ -1,7 +1,9 @@
 //! The program contract: every table, key, action, parameter, register, digest and counter
 //! Canary uses in its P4 program (`p4src/`), declared once here and resolved at start against the
 //! program a switch runs: the P4Info on BMv2 ([`Program::from_p4info`]), the compiler's
-//! `bfrt.json` on Tofino ([`Program::from_bfrt_json`]). Names are matched by suffix (the
+//! `bfrt.json` on Tofino ([`Program::from_bfrt_json`]). A reader per format translates its file
+//! into one neutral description (`neutral.rs`) and one resolver (`resolve.rs`) checks it, so both
+//! targets are held to the same checks. Names are matched by suffix (the
 //! architectures nest controls differently); widths and match kinds are checked; sizes are read
 //! from the program, never retyped. An error names what differs and the closest name the program
 //! has.
@@ -11,12 +13,14 @@
 //! (`canary_core::capacity::Capacity`) comes from it too.
 
 mod bfrt_json;
+mod errors;
+mod neutral;
 mod p4info;
 mod resolve;
 mod spec;
 
-pub use resolve::ContractError;
-pub(crate) use resolve::{by_suffix, closest, meter_registers};
+pub(crate) use errors::closest;
+pub use errors::ContractError;
 pub use spec::{
     KeySpec, Kind, Table, TableSpec, COUNT_REGISTER, DIGEST_BFRT, DIGEST_FIELDS, DIGEST_P4INFO,
     HASHPIPE_CONTROL, HH_COUNTER, ID_REGISTER, METERS, PORT_BITS, TABLES,

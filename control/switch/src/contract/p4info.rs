@@ -1,5 +1,7 @@
-//! Resolving the contract against a P4Info (BMv2, or any P4Runtime target).
+//! Reading a P4Info (BMv2, or any P4Runtime target) into the neutral [`Description`]; the
+//! checks are the resolver's.
 
+use super::neutral::{Cells, Description, NAction, NDigest, NKey, NRegister, NTable};
 use super::*;
 use bfrt_proto::p4info::{
     self as pi, match_field, p4_bitstring_like_type_spec, p4_data_type_spec, P4Info,
@@ -35,227 +37,97 @@ fn kind_of(f: &pi::MatchField) -> String {
     }
 }
 
+fn table(p4info: &P4Info, t: &pi::Table) -> NTable {
+    let keys = t
+        .match_fields
+        .iter()
+        .map(|f| NKey {
+            name: f.name.clone(),
+            id: f.id,
+            kind: kind_of(f),
+            bits: f.bitwidth as u32,
+        })
+        .collect();
+    // A table names its actions by id.
+    let actions = t
+        .action_refs
+        .iter()
+        .filter_map(|r| p4info.actions.iter().find(|a| id_of(&a.preamble) == r.id))
+        .map(|a| NAction {
+            name: name_of(&a.preamble).to_string(),
+            id: id_of(&a.preamble),
+            params: a
+                .params
+                .iter()
+                .map(|p| {
+                    let bits = p.bitwidth as u32;
+                    (p.name.clone(), Field { id: p.id, bits })
+                })
+                .collect(),
+        })
+        .collect();
+    NTable {
+        name: name_of(&t.preamble).to_string(),
+        id: id_of(&t.preamble),
+        size: t.size.max(0) as usize,
+        keys,
+        actions,
+    }
+}
+
+fn register(r: &pi::Register) -> NRegister {
+    NRegister {
+        name: name_of(&r.preamble).to_string(),
+        id: id_of(&r.preamble),
+        size: r.size.max(0) as usize,
+        cells: Cells::Packed(bits_of(&r.type_spec)),
+    }
+}
+
+/// A digest with its struct's members; their ids are their positions from 1 (P4Runtime's
+/// digest data is a struct decoded by position).
+fn digest(p4info: &P4Info, d: &pi::Digest) -> NDigest {
+    let fields = match d.type_spec.as_ref().and_then(|t| t.type_spec.as_ref()) {
+        Some(p4_data_type_spec::TypeSpec::Struct(n)) => {
+            let members = p4info
+                .type_info
+                .as_ref()
+                .and_then(|t| t.structs.get(&n.name))
+                .map(|s| s.members.as_slice())
+                .unwrap_or_default();
+            let fields = members
+                .iter()
+                .enumerate()
+                .map(|(i, m)| (m.name.clone(), bits_of(&m.type_spec), i as u32 + 1));
+            Some(fields.collect())
+        }
+        _ => None,
+    };
+    NDigest {
+        name: name_of(&d.preamble).to_string(),
+        id: id_of(&d.preamble),
+        fields,
+    }
+}
+
+/// What the resolver needs of `p4info`.
+fn describe(p4info: &P4Info) -> Description {
+    Description {
+        target: Target::P4Runtime,
+        tables: p4info.tables.iter().map(|t| table(p4info, t)).collect(),
+        registers: p4info.registers.iter().map(register).collect(),
+        digests: p4info.digests.iter().map(|d| digest(p4info, d)).collect(),
+        counters: p4info
+            .counters
+            .iter()
+            .map(|c| (name_of(&c.preamble).to_string(), id_of(&c.preamble)))
+            .collect(),
+    }
+}
+
 impl Program {
     /// Resolves the contract against `p4info` (named `file` in errors).
     pub fn from_p4info(file: &str, p4info: &P4Info) -> Result<Program, ContractError> {
-        let differs = |entity: String, detail: String| ContractError::Differs {
-            file: file.into(),
-            entity,
-            detail,
-        };
-        let mut tables = Vec::new();
-        for spec in TABLES {
-            let t = by_suffix(
-                &p4info.tables,
-                |t| name_of(&t.preamble),
-                spec.name,
-                file,
-                "table",
-            )?;
-            let tname = name_of(&t.preamble).to_string();
-            let mut keys = Vec::new();
-            for k in spec.keys {
-                let f = t
-                    .match_fields
-                    .iter()
-                    .find(|f| f.name == k.name)
-                    .ok_or_else(|| ContractError::Missing {
-                        file: file.into(),
-                        what: "key field",
-                        name: format!("{tname}.{}", k.name),
-                        closest: closest(k.name, t.match_fields.iter().map(|f| f.name.as_str())),
-                    })?;
-                let (kind, bits) = (kind_of(f), f.bitwidth as u32);
-                if kind != k.kind.as_str() || bits != k.bits {
-                    return Err(differs(
-                        format!("table `{tname}`, key field `{}`", k.name),
-                        format!(
-                            "is {kind}/{bits}, Canary needs {}/{}",
-                            k.kind.as_str(),
-                            k.bits
-                        ),
-                    ));
-                }
-                keys.push(Field { id: f.id, bits });
-            }
-            if let Some(extra) = t
-                .match_fields
-                .iter()
-                .find(|f| !spec.keys.iter().any(|k| k.name == f.name))
-            {
-                return Err(differs(
-                    format!("table `{tname}`"),
-                    format!("has key field `{}`, which Canary does not fill", extra.name),
-                ));
-            }
-            let actions: Vec<&pi::Action> = t
-                .action_refs
-                .iter()
-                .filter_map(|r| p4info.actions.iter().find(|a| id_of(&a.preamble) == r.id))
-                .collect();
-            let a = by_suffix(
-                &actions,
-                |a| name_of(&a.preamble),
-                spec.action,
-                file,
-                "action",
-            )
-            .map_err(|e| match e {
-                ContractError::Missing { closest, .. } => ContractError::Missing {
-                    file: file.into(),
-                    what: "action",
-                    name: format!("{} (in table `{tname}`)", spec.action),
-                    closest,
-                },
-                e => e,
-            })?;
-            let aname = name_of(&a.preamble);
-            let got: Vec<(&str, u32)> = a
-                .params
-                .iter()
-                .map(|p| (p.name.as_str(), p.bitwidth as u32))
-                .collect();
-            if got != spec.params {
-                let show = |v: &[(&str, u32)]| {
-                    v.iter()
-                        .map(|(n, w)| format!("{n}/{w}"))
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                };
-                return Err(differs(
-                    format!("action `{aname}`"),
-                    format!(
-                        "has parameters [{}], Canary passes [{}]",
-                        show(&got),
-                        show(spec.params)
-                    ),
-                ));
-            }
-            tables.push(ResolvedTable {
-                table: spec.table,
-                name: tname,
-                id: id_of(&t.preamble),
-                keys,
-                action_id: id_of(&a.preamble),
-                params: a
-                    .params
-                    .iter()
-                    .map(|p| Field {
-                        id: p.id,
-                        bits: p.bitwidth as u32,
-                    })
-                    .collect(),
-                size: t.size.max(0) as usize,
-            });
-        }
-
-        let register = |r: &pi::Register| Register {
-            name: name_of(&r.preamble).to_string(),
-            id: id_of(&r.preamble),
-            size: r.size.max(0) as usize,
-            index: None,
-            members: Vec::new(),
-        };
-        let meters = meter_registers(file, |meter, row, reg| {
-            let suffix = format!("{meter}.buckets.row{row}.{reg}");
-            let Some(r) = p4info
-                .registers
-                .iter()
-                .find(|r| name_of(&r.preamble).ends_with(&suffix))
-            else {
-                return Ok(None);
-            };
-            // The ID pair is one bit<64> (two 32-bit members), the count a bit<32>.
-            let want = if reg == ID_REGISTER.0 {
-                ID_REGISTER.2
-            } else {
-                COUNT_REGISTER.1
-            };
-            if bits_of(&r.type_spec) != Some(want) {
-                return Err(differs(
-                    format!("register `{}`", name_of(&r.preamble)),
-                    format!(
-                        "is {} bits wide, Canary reads bit<{want}>",
-                        bits_of(&r.type_spec).map_or("?".into(), |b| b.to_string())
-                    ),
-                ));
-            }
-            Ok(Some(register(r)))
-        })?;
-        let hashpipe: Vec<Register> = p4info
-            .registers
-            .iter()
-            .filter(|r| name_of(&r.preamble).contains(&format!(".{HASHPIPE_CONTROL}.")))
-            .map(register)
-            .collect();
-        if hashpipe.is_empty() {
-            return Err(ContractError::Missing {
-                file: file.into(),
-                what: "register",
-                name: format!("{HASHPIPE_CONTROL}.stage0.count_reg"),
-                closest: None,
-            });
-        }
-
-        let d = by_suffix(
-            &p4info.digests,
-            |d| name_of(&d.preamble),
-            DIGEST_P4INFO,
-            file,
-            "digest",
-        )?;
-        let dname = name_of(&d.preamble).to_string();
-        let struct_name = match d.type_spec.as_ref().and_then(|t| t.type_spec.as_ref()) {
-            Some(p4_data_type_spec::TypeSpec::Struct(n)) => n.name.clone(),
-            _ => {
-                return Err(differs(
-                    format!("digest `{dname}`"),
-                    "is not a struct".into(),
-                ))
-            }
-        };
-        let members = p4info
-            .type_info
-            .as_ref()
-            .and_then(|t| t.structs.get(&struct_name))
-            .map(|s| s.members.as_slice())
-            .unwrap_or_default();
-        let got: Vec<(&str, Option<u32>)> = members
-            .iter()
-            .map(|m| (m.name.as_str(), bits_of(&m.type_spec)))
-            .collect();
-        let want: Vec<(&str, Option<u32>)> =
-            DIGEST_FIELDS.iter().map(|&(n, w)| (n, Some(w))).collect();
-        if got != want {
-            return Err(differs(
-                format!("digest `{dname}`"),
-                format!("has members {got:?}, Canary decodes {want:?}"),
-            ));
-        }
-        let digest = Digest {
-            name: dname,
-            id: id_of(&d.preamble),
-            fields: DIGEST_FIELDS
-                .iter()
-                .enumerate()
-                .map(|(i, &(_, bits))| Field {
-                    id: i as u32 + 1,
-                    bits,
-                })
-                .collect(),
-        };
-        let hh_counter = p4info
-            .counters
-            .iter()
-            .find(|c| name_of(&c.preamble).ends_with(HH_COUNTER))
-            .map(|c| id_of(&c.preamble));
-        Ok(Program {
-            target: Target::P4Runtime,
-            tables,
-            meters,
-            hashpipe,
-            digest,
-            hh_counter,
-        })
+        super::resolve::resolve(file, &describe(p4info))
     }
 }

@@ -153,3 +153,66 @@ fn closest_names_ignore_the_control_path_and_give_up_when_nothing_is_close() {
     assert_eq!(closest("c.hh_tabel", names).as_deref(), Some("x.hh_table"));
     assert_eq!(closest("zzz", names), None);
 }
+
+/// The `bfrt.json` bf-p4c wrote for p4src/tna, as JSON to edit.
+fn tna_bfrt() -> serde_json::Value {
+    let json = include_bytes!("../../testdata/tna/bfrt.json");
+    serde_json::from_slice(json).expect("a bfrt.json")
+}
+
+fn resolve_bfrt(v: &serde_json::Value) -> Result<Program, ContractError> {
+    Program::from_bfrt_json("bfrt.json", &serde_json::to_vec(v).unwrap())
+}
+
+/// The table of `v` whose name ends with `suffix`.
+fn bfrt_table<'a>(v: &'a mut serde_json::Value, suffix: &str) -> &'a mut serde_json::Value {
+    v["tables"]
+        .as_array_mut()
+        .unwrap()
+        .iter_mut()
+        .find(|t| t["name"].as_str().unwrap().ends_with(suffix))
+        .unwrap()
+}
+
+#[test]
+fn the_tna_program_resolves_with_bf_runtimes_register_fields() {
+    let prog = resolve_bfrt(&tna_bfrt()).unwrap();
+    assert_eq!(prog.target, Target::BfRuntime);
+    assert_eq!(prog.meters.usm.len(), prog.meters.dsm.len());
+    for row in prog.meters.rows() {
+        assert!(row.id.index.is_some() && row.count.index.is_some());
+        let members: Vec<&str> = row.id.members.iter().map(|(m, _)| m.as_str()).collect();
+        assert_eq!(members, ID_REGISTER.1);
+    }
+    assert!(prog.hashpipe.iter().all(|r| r.index.is_some()));
+    assert_eq!(prog.digest.fields.len(), DIGEST_FIELDS.len());
+}
+
+#[test]
+fn bfrt_json_differences_are_named_like_p4infos() {
+    let mut v = tna_bfrt();
+    let t = bfrt_table(&mut v, "switch_config");
+    t["action_specs"][0]["data"][2]["type"]["width"] = 1.into();
+    let e = resolve_bfrt(&v).unwrap_err().to_string();
+    assert!(
+        e.contains("set_config`: has parameters [monitor/1, mask/32, epoch/1, epoch_prev/15"),
+        "{e}"
+    );
+
+    let mut v = tna_bfrt();
+    let t = bfrt_table(&mut v, "upstream_meter.buckets.row0.id_reg");
+    t["key"] = serde_json::json!([]);
+    let e = resolve_bfrt(&v).unwrap_err().to_string();
+    assert!(
+        e.ends_with("upstream_meter.buckets.row0.id_reg`: has no key field $REGISTER_INDEX"),
+        "{e}"
+    );
+
+    let mut v = tna_bfrt();
+    v["learn_filters"][0]["fields"][5]["type"]["width"] = 16.into();
+    let e = resolve_bfrt(&v).unwrap_err().to_string();
+    assert!(
+        e.ends_with("hh_digest`, field `path_bf`: is 16 bits, Canary decodes 32"),
+        "{e}"
+    );
+}

@@ -14,7 +14,7 @@ use crate::contract::Program;
 use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells};
-use crate::p4info::P4InfoIndex;
+use crate::p4info::P4InfoFile;
 use crate::p4rt::{P4RtClient, P4RtConfig, P4RtError};
 use crate::switches::BoundSwitch;
 use bfrt_proto::p4rt::update;
@@ -69,7 +69,7 @@ pub fn program_cookie(p4info: &[u8], device_config: &[u8]) -> u64 {
 /// The compiled program every BMv2 switch of a run gets: P4Info, BMv2 JSON, the contract
 /// resolved against the P4Info, and the cookie that tags this program's pipeline.
 pub struct Bmv2Program {
-    pub p4info: P4InfoIndex,
+    pub p4info: P4InfoFile,
     pub device_config: Vec<u8>,
     pub program: Program,
     pub cookie: u64,
@@ -78,7 +78,7 @@ pub struct Bmv2Program {
 impl Bmv2Program {
     /// Resolves the contract against `p4info`; fails naming what differs.
     pub fn new(
-        p4info: P4InfoIndex,
+        p4info: P4InfoFile,
         device_config: Vec<u8>,
     ) -> Result<Self, crate::contract::ContractError> {
         let program = Program::from_p4info(&p4info.path, &p4info.info)?;
