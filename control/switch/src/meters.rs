@@ -118,26 +118,24 @@ pub fn decode(
     ids: &RuleIds,
     switch: &str,
 ) -> Result<Decoded, HarvestError> {
-    let config = layout.config();
-    let w = config.width;
+    let w = layout.config().width;
     for (got, want, name) in [
         (cells.usm.len(), layout.usm.len(), "USM rows"),
         (cells.dsm.len(), layout.dsm.len(), "DSM rows"),
     ] {
         if got != want {
-            return Err(HarvestError::Length {
-                switch: switch.into(),
-                register: name.into(),
-                got,
-                expected: want,
-            });
+            return Err(length(switch, name, got, want));
         }
     }
+    let mut d = Decoder {
+        tag: u32::from(tag),
+        ids,
+        switch,
+        usm: Vec::with_capacity(layout.config().num_buckets()),
+        dsm: Vec::with_capacity(layout.config().num_buckets()),
+        stale: Vec::new(),
+    };
     let parity = usize::from(tag & 1);
-    let tag = u32::from(tag);
-    let mut stale = Vec::new();
-    let mut usm = Vec::with_capacity(config.num_buckets());
-    let mut dsm = Vec::with_capacity(config.num_buckets());
     for (is_dsm, rows, regs) in [
         (false, &cells.usm, &layout.usm),
         (true, &cells.dsm, &layout.dsm),
@@ -149,88 +147,108 @@ pub fn decode(
                 (row.count.len(), &reg.count.name),
             ] {
                 if len != 2 * w {
-                    return Err(HarvestError::Length {
-                        switch: switch.into(),
-                        register: name.clone(),
-                        got: len,
-                        expected: 2 * w,
-                    });
+                    return Err(length(switch, name, len, 2 * w));
                 }
             }
             for col in 0..w {
-                let i = parity * w + col;
-                let t = row.id_tag[i];
-                if t != tag {
-                    if is_epoch_tag(t) && row.id[i] != 0 && age(tag, t) >= EPOCH_TAGS / 2 {
-                        stale.push(Cell {
-                            dsm: is_dsm,
-                            row: r,
-                            index: i,
-                        });
-                    }
-                    if is_dsm {
-                        dsm.push(DsmBucket::default());
-                    } else {
-                        usm.push(UsmBucket::default());
-                    }
-                    continue;
-                }
-                let dirty = row.id[i] & DIRTY != 0;
-                let id = row.id[i] & !DIRTY;
-                let count = row.count[i];
-                let bad = |problem| HarvestError::RuleId {
-                    switch: switch.into(),
-                    register: reg.id.name.clone(),
-                    index: i,
-                    id,
-                    problem,
-                };
-                let Some(key) = ids.key(id) else {
-                    if ids.unknown_ok() {
-                        // An earlier controller's removed rule: its packets are no flow we watch.
-                        if is_dsm {
-                            dsm.push(DsmBucket::default());
-                        } else {
-                            usm.push(UsmBucket::default());
-                        }
-                        continue;
-                    }
-                    return Err(bad("not one this controller assigned"));
-                };
-                match (key, is_dsm) {
-                    (RuleKey::Usm(flow), false) => usm.push(UsmBucket {
-                        dirty,
-                        flow: Some(flow),
-                        count,
-                    }),
-                    (RuleKey::Dsm(flow, path_bf), true) => dsm.push(DsmBucket {
-                        dirty,
-                        flow: Some(flow),
-                        path_bf,
-                        count,
-                    }),
-                    (_, true) => return Err(bad("a USM rule's, in a DSM register")),
-                    (_, false) => return Err(bad("a DSM rule's, in a USM register")),
-                }
+                d.cell(is_dsm, r, row, &reg.id.name, parity * w + col)?;
             }
         }
     }
-    let shape = MeterConfig {
-        rows: cells.usm.len(),
-        width: w,
-    };
+    let shape = |rows| MeterConfig { rows, width: w };
     Ok(Decoded {
-        usm: Usm::from_buckets(shape, usm).expect("the contract validated the shape"),
-        dsm: Dsm::from_buckets(
-            MeterConfig {
-                rows: cells.dsm.len(),
-                width: w,
-            },
-            dsm,
-        )
-        .expect("the contract validated the shape"),
-        stale,
+        usm: Usm::from_buckets(shape(cells.usm.len()), d.usm)
+            .expect("the contract validated the shape"),
+        dsm: Dsm::from_buckets(shape(cells.dsm.len()), d.dsm)
+            .expect("the contract validated the shape"),
+        stale: d.stale,
     })
+}
+
+fn length(switch: &str, register: &str, got: usize, expected: usize) -> HarvestError {
+    HarvestError::Length {
+        switch: switch.into(),
+        register: register.into(),
+        got,
+        expected,
+    }
+}
+
+/// The buckets decoded so far, in row order.
+struct Decoder<'a> {
+    tag: u32,
+    ids: &'a RuleIds,
+    switch: &'a str,
+    usm: Vec<UsmBucket>,
+    dsm: Vec<DsmBucket>,
+    stale: Vec<Cell>,
+}
+
+impl Decoder<'_> {
+    fn empty(&mut self, is_dsm: bool) {
+        if is_dsm {
+            self.dsm.push(DsmBucket::default());
+        } else {
+            self.usm.push(UsmBucket::default());
+        }
+    }
+
+    /// Cell `i` of `row` (its ID register named `register`): a bucket of this epoch, or empty.
+    fn cell(
+        &mut self,
+        is_dsm: bool,
+        r: usize,
+        row: &RowCells,
+        register: &str,
+        i: usize,
+    ) -> Result<(), HarvestError> {
+        let t = row.id_tag[i];
+        if t != self.tag {
+            if is_epoch_tag(t) && row.id[i] != 0 && age(self.tag, t) >= EPOCH_TAGS / 2 {
+                self.stale.push(Cell {
+                    dsm: is_dsm,
+                    row: r,
+                    index: i,
+                });
+            }
+            self.empty(is_dsm);
+            return Ok(());
+        }
+        let dirty = row.id[i] & DIRTY != 0;
+        let id = row.id[i] & !DIRTY;
+        let count = row.count[i];
+        let bad = |problem| HarvestError::RuleId {
+            switch: self.switch.into(),
+            register: register.into(),
+            index: i,
+            id,
+            problem,
+        };
+        let Some(key) = self.ids.key(id) else {
+            if self.ids.unknown_ok() {
+                // An earlier controller's removed rule: its packets are no flow we watch.
+                self.empty(is_dsm);
+                return Ok(());
+            }
+            return Err(bad("not one this controller assigned"));
+        };
+        match (key, is_dsm) {
+            (RuleKey::Usm(flow), false) => self.usm.push(UsmBucket {
+                dirty,
+                flow: Some(flow),
+                count,
+            }),
+            (RuleKey::Dsm(flow, path_bf), true) => self.dsm.push(DsmBucket {
+                dirty,
+                flow: Some(flow),
+                path_bf,
+                count,
+            }),
+            (_, true) => return Err(bad("a USM rule's, in a DSM register")),
+            (_, false) => return Err(bad("a DSM rule's, in a USM register")),
+        }
+        Ok(())
+    }
 }
 
 /// One meter of a switch from its pipes' meters (Tofino keeps registers per pipe; a flow's

@@ -3,7 +3,9 @@
 //! a request against it, naming the table and field that break it.
 
 use super::be;
-use bfrt_proto::bfrt::{data_field, key_field, table_entry, update, TableEntry};
+use bfrt_proto::bfrt::{
+    data_field, key_field, table_entry, update, KeyField, TableData, TableEntry, TableKey,
+};
 use serde_json::Value;
 use std::collections::{BTreeMap, HashMap};
 
@@ -134,7 +136,8 @@ impl Schema {
         Ok(())
     }
 
-    /// Holds one entry of one update to the schema.
+    /// Holds one entry of one update to the schema: its key, then (but for a delete) its data
+    /// and a register's index.
     pub(super) fn check(&self, te: &TableEntry, kind: update::Type) -> Result<&STable, String> {
         let t = self
             .tables
@@ -147,6 +150,7 @@ impl Schema {
             }
             None => None,
         };
+        // A delete without key clears the table.
         let clear = kind == update::Type::Delete && key.is_none() && !te.is_default_entry;
         if clear {
             return Ok(t);
@@ -157,46 +161,7 @@ impl Schema {
             }
         } else {
             let k = key.ok_or_else(|| format!("{}: an entry without key", t.name))?;
-            let mut seen = Vec::new();
-            for kf in &k.fields {
-                let f = t
-                    .keys
-                    .get(&kf.field_id)
-                    .ok_or_else(|| format!("{}: no key field with id {}", t.name, kf.field_id))?;
-                if seen.contains(&kf.field_id) {
-                    return Err(format!("{}: key field {} given twice", t.name, f.name));
-                }
-                seen.push(kf.field_id);
-                match &kf.match_type {
-                    Some(key_field::MatchType::Exact(e)) if f.match_type == "Exact" => {
-                        Self::check_value(t, f, "key field", &e.value)?
-                    }
-                    Some(key_field::MatchType::Lpm(l)) if f.match_type == "LPM" => {
-                        Self::check_value(t, f, "key field", &l.value)?;
-                        if l.prefix_len < 0 || l.prefix_len as u32 > f.bits {
-                            return Err(format!(
-                                "{}: key field {}: prefix length {} of {} bits",
-                                t.name, f.name, l.prefix_len, f.bits
-                            ));
-                        }
-                    }
-                    other => {
-                        return Err(format!(
-                            "{}: key field {} is {}, got {other:?}",
-                            t.name, f.name, f.match_type
-                        ))
-                    }
-                }
-            }
-            if seen.len() != t.keys.len() {
-                let missing: Vec<&str> = t
-                    .keys
-                    .iter()
-                    .filter(|(id, _)| !seen.contains(id))
-                    .map(|(_, f)| f.name.as_str())
-                    .collect();
-                return Err(format!("{}: key fields {missing:?} missing", t.name));
-            }
+            Self::check_key(t, k)?;
         }
         if kind == update::Type::Delete {
             return Ok(t);
@@ -205,6 +170,64 @@ impl Schema {
             .data
             .as_ref()
             .ok_or_else(|| format!("{}: an entry without data", t.name))?;
+        Self::check_data(t, d)?;
+        if t.kind == "Register" {
+            Self::check_register_index(t, key)?;
+        }
+        Ok(t)
+    }
+
+    /// Every key field of the table, once, with its match type and a value that fits.
+    fn check_key(t: &STable, k: &TableKey) -> Result<(), String> {
+        let mut seen = Vec::new();
+        for kf in &k.fields {
+            let f = t
+                .keys
+                .get(&kf.field_id)
+                .ok_or_else(|| format!("{}: no key field with id {}", t.name, kf.field_id))?;
+            if seen.contains(&kf.field_id) {
+                return Err(format!("{}: key field {} given twice", t.name, f.name));
+            }
+            seen.push(kf.field_id);
+            Self::check_key_field(t, f, kf)?;
+        }
+        if seen.len() != t.keys.len() {
+            let missing: Vec<&str> = t
+                .keys
+                .iter()
+                .filter(|(id, _)| !seen.contains(id))
+                .map(|(_, f)| f.name.as_str())
+                .collect();
+            return Err(format!("{}: key fields {missing:?} missing", t.name));
+        }
+        Ok(())
+    }
+
+    fn check_key_field(t: &STable, f: &SField, kf: &KeyField) -> Result<(), String> {
+        match &kf.match_type {
+            Some(key_field::MatchType::Exact(e)) if f.match_type == "Exact" => {
+                Self::check_value(t, f, "key field", &e.value)
+            }
+            Some(key_field::MatchType::Lpm(l)) if f.match_type == "LPM" => {
+                Self::check_value(t, f, "key field", &l.value)?;
+                if l.prefix_len < 0 || l.prefix_len as u32 > f.bits {
+                    return Err(format!(
+                        "{}: key field {}: prefix length {} of {} bits",
+                        t.name, f.name, l.prefix_len, f.bits
+                    ));
+                }
+                Ok(())
+            }
+            other => Err(format!(
+                "{}: key field {} is {}, got {other:?}",
+                t.name, f.name, f.match_type
+            )),
+        }
+    }
+
+    /// The data fields of the entry's action (or of the table when it has no actions), each of
+    /// its type.
+    fn check_data(t: &STable, d: &TableData) -> Result<(), String> {
         let fields = if t.actions.is_empty() {
             &t.data
         } else {
@@ -251,19 +274,22 @@ impl Schema {
                 ));
             }
         }
-        if t.kind == "Register" {
-            let ix = key
-                .and_then(|k| k.fields.first())
-                .and_then(|f| match &f.match_type {
-                    Some(key_field::MatchType::Exact(e)) => Some(e.value.clone()),
-                    _ => None,
-                })
-                .unwrap_or_default();
-            let i = ix.iter().fold(0u64, |a, &x| a << 8 | u64::from(x)) as usize;
-            if i >= t.size {
-                return Err(format!("{}: index {i} of {} cells", t.name, t.size));
-            }
+        Ok(())
+    }
+
+    /// A register entry's index (its one exact key field) is within the register.
+    fn check_register_index(t: &STable, key: Option<&TableKey>) -> Result<(), String> {
+        let ix = key
+            .and_then(|k| k.fields.first())
+            .and_then(|f| match &f.match_type {
+                Some(key_field::MatchType::Exact(e)) => Some(e.value.clone()),
+                _ => None,
+            })
+            .unwrap_or_default();
+        let i = ix.iter().fold(0u64, |a, &x| a << 8 | u64::from(x)) as usize;
+        if i >= t.size {
+            return Err(format!("{}: index {i} of {} cells", t.name, t.size));
         }
-        Ok(t)
+        Ok(())
     }
 }

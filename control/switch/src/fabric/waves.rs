@@ -11,16 +11,35 @@ use canary_core::topo::SwitchIx;
 use futures::future::join_all;
 use std::collections::{BTreeMap, BTreeSet};
 
+/// A wave planned: the writes per switch, the operations already failed, and the HH rules it
+/// inserts (not modifies).
+#[derive(Default)]
+struct Plan {
+    per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Write)>>,
+    failed: Vec<(RuleOp, SwitchError)>,
+    new_hh: BTreeSet<(SwitchIx, u32)>,
+}
+
 impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// One wave of rule changes, every switch written in parallel.
     pub(super) async fn apply_wave(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
-        let mut per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Write)>> = BTreeMap::new();
-        let mut failed = Vec::new();
-        // HH rules inserted (not modified) by this wave: a refused one is not on the switch.
-        let mut new_hh: BTreeSet<(SwitchIx, u32)> = BTreeSet::new();
+        let Plan {
+            per_switch,
+            mut failed,
+            new_hh,
+        } = self.plan_wave(ops);
+        failed.extend(self.write_wave(per_switch).await);
+        self.forget_refused(&failed, &new_hh);
+        failed
+    }
+
+    /// Updates the desired rules and assigns IDs; the writes are the real changes.
+    fn plan_wave(&mut self, ops: &[RuleOp]) -> Plan {
+        let mut plan = Plan::default();
         for op in ops {
             let Some(slot) = self.slots.get_mut(op.switch() as usize) else {
-                failed.push((op.clone(), SwitchError::Other("no such switch".into())));
+                plan.failed
+                    .push((op.clone(), SwitchError::Other("no such switch".into())));
                 continue;
             };
             let r = &mut slot.rules;
@@ -41,7 +60,7 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             }
             if let RuleOp::InstallHh { path_bf, .. } = *op {
                 if !modify {
-                    new_hh.insert((op.switch(), path_bf));
+                    plan.new_hh.insert((op.switch(), path_bf));
                 }
             }
             // A removal retires its ID even if the switch then refuses the delete: a bucket
@@ -50,15 +69,24 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             let id = match slot.ids.for_op(op) {
                 Ok(id) => id.unwrap_or(0),
                 Err(e) => {
-                    failed.push((op.clone(), SwitchError::Other(e.to_string())));
+                    plan.failed
+                        .push((op.clone(), SwitchError::Other(e.to_string())));
                     continue;
                 }
             };
-            per_switch
+            plan.per_switch
                 .entry(op.switch())
                 .or_default()
                 .push((op.clone(), entries::rule(op, id, modify)));
         }
+        plan
+    }
+
+    /// Writes every switch's list in parallel; returns the operations refused or not written.
+    async fn write_wave(
+        &mut self,
+        mut per_switch: BTreeMap<SwitchIx, Vec<(RuleOp, Write)>>,
+    ) -> Vec<(RuleOp, SwitchError)> {
         let work: Vec<_> = self
             .slots
             .iter_mut()
@@ -83,13 +111,18 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                 .collect()
         }))
         .await;
-        for r in results {
-            failed.extend(r);
-        }
-        // A switch that refused an install does not hold the rule: it is not re-pushed after a
-        // restart, and removing it later writes nothing. (An unreachable switch gets it when it
-        // is configured again.)
-        for (op, e) in &failed {
+        results.into_iter().flatten().collect()
+    }
+
+    /// A switch that refused an install does not hold the rule: it is not re-pushed after a
+    /// restart, and removing it later writes nothing. (An unreachable switch gets it when it
+    /// is configured again.)
+    fn forget_refused(
+        &mut self,
+        failed: &[(RuleOp, SwitchError)],
+        new_hh: &BTreeSet<(SwitchIx, u32)>,
+    ) {
+        for (op, e) in failed {
             if !op.is_install() || matches!(e, SwitchError::Unreachable(_)) {
                 continue;
             }
@@ -112,6 +145,5 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                 _ => {}
             }
         }
-        failed
     }
 }

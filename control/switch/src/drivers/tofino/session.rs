@@ -6,13 +6,14 @@ use crate::driver::DriverError;
 use crate::switches::BoundSwitch;
 use bfrt_proto::bfrt::{
     self, bf_runtime_client::BfRuntimeClient, stream_message_request, stream_message_response,
-    GetForwardingPipelineConfigRequest, StreamMessageRequest, Subscribe,
+    GetForwardingPipelineConfigRequest, StreamMessageRequest, StreamMessageResponse, Subscribe,
 };
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use tokio::sync::mpsc;
 use tokio_stream::wrappers::ReceiverStream;
 use tonic::transport::{Channel, Endpoint};
+use tonic::Streaming;
 
 /// What the stream task shares with the driver.
 #[derive(Default)]
@@ -36,16 +37,49 @@ pub(super) async fn open(
     opts: &TofinoOptions,
 ) -> Result<(Session, Vec<u8>, Vec<u8>), DriverError> {
     let name = &bound.name;
+    let mut rpc = BfRuntimeClient::new(connect(bound, opts).await?);
+    let device_id = bound.endpoint.device_id as u32;
+    let (tx, stream) = subscribe(name, &mut rpc, device_id, opts).await?;
+    let shared = Arc::new(StreamShared::default());
+    spawn_stream_task(stream, shared.clone(), tx.clone(), opts);
+    let (program, non_p4) = programs(name, &mut rpc, device_id, opts).await?;
+    Ok((
+        Session {
+            rpc,
+            shared,
+            _tx: tx,
+        },
+        program,
+        non_p4,
+    ))
+}
+
+async fn connect(bound: &BoundSwitch, opts: &TofinoOptions) -> Result<Channel, DriverError> {
+    let name = &bound.name;
     let url = format!("http://{}", bound.endpoint.grpc);
-    let channel = Endpoint::from_shared(url.clone())
+    Endpoint::from_shared(url.clone())
         .map_err(|e| DriverError::Refused(format!("{name}: endpoint {url}: {e}")))?
         .connect_timeout(opts.timeout)
         .tcp_nodelay(true)
         .connect()
         .await
-        .map_err(|e| unreachable(format!("{name}: cannot connect to BF-RT at {url}: {e}")))?;
-    let mut rpc = BfRuntimeClient::new(channel);
-    let device_id = bound.endpoint.device_id as u32;
+        .map_err(|e| unreachable(format!("{name}: cannot connect to BF-RT at {url}: {e}")))
+}
+
+/// Opens the stream and subscribes as the device's master (with learn notifications); returns
+/// once the switch has acknowledged, with the stream's two sides.
+async fn subscribe(
+    name: &str,
+    rpc: &mut BfRuntimeClient<Channel>,
+    device_id: u32,
+    opts: &TofinoOptions,
+) -> Result<
+    (
+        mpsc::Sender<StreamMessageRequest>,
+        Streaming<StreamMessageResponse>,
+    ),
+    DriverError,
+> {
     let (tx, rx) = mpsc::channel(64);
     tx.send(StreamMessageRequest {
         client_id: opts.client_id,
@@ -67,7 +101,7 @@ pub(super) async fn open(
             .map_err(|_| unreachable(format!("{name}: no answer to StreamChannel")))?
             .map_err(|s| from_status(name, "StreamChannel", s))?
             .into_inner();
-    // The subscribe acknowledgement.
+    // Other messages may come first; wait for the subscribe acknowledgement.
     loop {
         let msg = tokio::time::timeout(opts.timeout, stream.message())
             .await
@@ -82,12 +116,20 @@ pub(super) async fn open(
                     st.message
                 )));
             }
-            break;
+            return Ok((tx, stream));
         }
     }
-    let shared = Arc::new(StreamShared::default());
-    let (s2, queue, tx2) = (shared.clone(), opts.digest_queue, tx.clone());
-    let client_id = opts.client_id;
+}
+
+/// The task that reads the stream until it closes: it acknowledges every learn list and queues
+/// it for the driver, dropping (and counting) what exceeds the queue.
+fn spawn_stream_task(
+    mut stream: Streaming<StreamMessageResponse>,
+    shared: Arc<StreamShared>,
+    tx: mpsc::Sender<StreamMessageRequest>,
+    opts: &TofinoOptions,
+) {
+    let (queue, client_id) = (opts.digest_queue, opts.client_id);
     tokio::spawn(async move {
         loop {
             match stream.message().await {
@@ -102,11 +144,12 @@ pub(super) async fn open(
                                 },
                             )),
                         };
-                        let _ = tx2.try_send(ack);
-                        let mut q = s2.digests.lock().unwrap_or_else(|e| e.into_inner());
+                        let _ = tx.try_send(ack);
+                        let mut q = shared.digests.lock().unwrap_or_else(|e| e.into_inner());
                         let held: usize = q.iter().map(|l| l.data.len()).sum();
                         if held + list.data.len() > queue {
-                            s2.dropped
+                            shared
+                                .dropped
                                 .fetch_add(list.data.len() as u64, Ordering::Relaxed);
                         } else {
                             q.push(list);
@@ -114,12 +157,21 @@ pub(super) async fn open(
                     }
                 }
                 Ok(None) | Err(_) => {
-                    s2.closed.store(true, Ordering::Relaxed);
+                    shared.closed.store(true, Ordering::Relaxed);
                     return;
                 }
             }
         }
     });
+}
+
+/// The device's programs: Canary's `bfrt.json` (by `opts.p4_name`) and the non-P4 one.
+async fn programs(
+    name: &str,
+    rpc: &mut BfRuntimeClient<Channel>,
+    device_id: u32,
+    opts: &TofinoOptions,
+) -> Result<(Vec<u8>, Vec<u8>), DriverError> {
     let req = GetForwardingPipelineConfigRequest {
         device_id,
         client_id: opts.client_id,
@@ -140,13 +192,5 @@ pub(super) async fn open(
         .non_p4_config
         .map(|c| c.bfruntime_info)
         .unwrap_or_default();
-    Ok((
-        Session {
-            rpc,
-            shared,
-            _tx: tx,
-        },
-        cfg.bfruntime_info.clone(),
-        non_p4,
-    ))
+    Ok((cfg.bfruntime_info.clone(), non_p4))
 }
