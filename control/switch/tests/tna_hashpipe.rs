@@ -5,21 +5,22 @@
 //!
 //! There is no Tofino model here to run the compiled program, so this checks the algorithm the
 //! TNA program encodes: for every packet the digest decision, and after every packet each
-//! stage's slots, equal the model's.
+//! stage's slots, equal the model's. The mirror's stateful ALU steps are checked against the
+//! `RegisterAction` programs read from p4src/tna/hashpipe.p4 itself, so an edit there fails here.
+
+#[path = "tna_hashpipe/alu.rs"]
+mod alu;
 
 use canary_core::sketch::{hashpipe_index, FlowHashes, HashPipe, HashPipeConfig};
 use canary_core::FlowId;
-use std::collections::HashMap;
+use std::collections::{BTreeSet, HashMap};
+use std::path::Path;
 
 const ENTRIES: usize = 32;
 const METER_WIDTH: usize = 1024;
 
 /// `hp_slot_t`: {fp, count}; fp 0 = empty.
-#[derive(Clone, Copy, Default, Debug, PartialEq, Eq)]
-struct HashPipeEntry {
-    fp: u32,
-    count: u32,
-}
+type HashPipeEntry = alu::Slot;
 
 #[derive(Default)]
 struct TnaHashPipe {
@@ -35,6 +36,26 @@ struct TnaHashPipe {
 
 fn bits(x: u32, lo: u32, n: u32) -> usize {
     ((x >> lo) & ((1 << n) - 1)) as usize
+}
+
+/// count_take's and fp_take's update (stage 0 takes every packet); returns the slot before.
+fn take(v: &mut HashPipeEntry, fp: u32) -> HashPipeEntry {
+    let old = *v;
+    if v.fp == fp {
+        v.count = v.count.wrapping_add(1);
+    } else {
+        *v = HashPipeEntry { fp, count: 1 };
+    }
+    old
+}
+
+/// count_read_own: the carried flow's count here, no update.
+fn read_own(v: &HashPipeEntry, carry_fp: u32) -> u32 {
+    if v.fp == carry_fp {
+        v.count
+    } else {
+        0
+    }
 }
 
 /// count_carry's update (both copies run it) and its two results: (count_carry's, fp_carry's).
@@ -60,24 +81,14 @@ impl TnaHashPipe {
         let fp = h.c32 | 1;
         // Stage 0: count_take and fp_take, same update, different results.
         let i0 = bits(u32::from(h.c16), 11, 5);
-        let take = |v: &mut HashPipeEntry| {
-            let old = *v;
-            if v.fp == fp {
-                v.count = v.count.wrapping_add(1);
-            } else {
-                *v = HashPipeEntry { fp, count: 1 };
-            }
-            old
-        };
-        let carry_count = take(&mut self.s0[i0]).count;
-        let mut carry_fp = take(&mut self.s0_copy[i0]).fp;
+        let carry_count = take(&mut self.s0[i0], fp).count;
+        let mut carry_fp = take(&mut self.s0_copy[i0], fp).fp;
         let mut carry_count = carry_count;
         // Stage 1 (tests the hit itself: carry_fp == own fp).
         let hit = carry_fp == fp;
         let i1 = bits(carry_fp, 10, 5);
         let (own1, fp1) = if hit {
-            let v = self.s1[i1];
-            (if v.fp == carry_fp { v.count } else { 0 }, 0)
+            (read_own(&self.s1[i1], carry_fp), 0)
         } else {
             let (own1, _) = carry(&mut self.s1[i1], carry_fp, carry_count);
             let (_, fp1) = carry(&mut self.s1_copy[i1], carry_fp, carry_count);
@@ -95,9 +106,7 @@ impl TnaHashPipe {
         // Stage 2.
         let i2 = bits(carry_fp, 17, 5);
         if hit {
-            let v = self.s2[i2];
-            let own2 = if v.fp == carry_fp { v.count } else { 0 };
-            short = short.saturating_sub(own2);
+            short = short.saturating_sub(read_own(&self.s2[i2], carry_fp));
         } else {
             carry(&mut self.s2[i2], carry_fp, carry_count);
         }
@@ -200,4 +209,95 @@ fn tna_hashpipe_equals_the_model_packet_for_packet() {
             "seed {seed}: {digests} digests of {packets}: the scenario tests nothing"
         );
     }
+}
+
+/// A stateful ALU step as the mirror has it: (slot, fp or carry_fp, carry_count) -> rv.
+type Step = fn(&mut HashPipeEntry, u32, u32) -> u32;
+
+/// Every `RegisterAction` of hashpipe.p4 the mirror models: its register, the inputs its
+/// control passes (named as in the .p4), and the mirror's step.
+const MIRROR: [(&str, &str, &[&str], Step); 5] = [
+    ("count_take", "count_reg", &["fp"], |v, fp, _| {
+        take(v, fp).count
+    }),
+    ("fp_take", "fp_reg", &["fp"], |v, fp, _| take(v, fp).fp),
+    ("count_read_own", "count_reg", &["carry_fp"], |v, fp, _| {
+        read_own(v, fp)
+    }),
+    (
+        "count_carry",
+        "count_reg",
+        &["carry_fp", "carry_count"],
+        |v, fp, c| carry(v, fp, c).0,
+    ),
+    (
+        "fp_carry",
+        "fp_reg",
+        &["carry_fp", "carry_count"],
+        |v, fp, c| carry(v, fp, c).1,
+    ),
+];
+
+#[test]
+fn the_mirrors_alu_steps_are_hashpipe_p4s_register_actions() {
+    let file = "p4src/tna/hashpipe.p4";
+    let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("../..")
+        .join(file);
+    let text = std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("{file}: {e}"));
+    let alus = alu::register_actions(file, &text);
+    let have: BTreeSet<&str> = alus.keys().map(String::as_str).collect();
+    let modeled: BTreeSet<&str> = MIRROR.iter().map(|m| m.0).collect();
+    assert_eq!(
+        have, modeled,
+        "{file}: its RegisterActions are not the ones the mirror models"
+    );
+    // Empty, the input's and another flow's slot; counts around every carried count.
+    let (a, b) = (0x1234_5679, 0x0abc_def1);
+    let counts = [0, 1, 2, 3, 7, u32::MAX];
+    for (name, register, inputs, step) in MIRROR {
+        let alu = &alus[name];
+        assert_eq!(
+            alu.register, register,
+            "{file}: RegisterAction {name}'s register"
+        );
+        for (slot_fp, count, fp, carried) in combinations(&[0, a, b], &counts, &[0, a, b], &counts)
+        {
+            let before = HashPipeEntry { fp: slot_fp, count };
+            let env: Vec<(&str, u32)> = inputs
+                .iter()
+                .zip([fp, carried])
+                .map(|(&n, x)| (n, x))
+                .collect();
+            let (mut p4, mut rust) = (before, before);
+            let rv_p4 = alu.run(&mut p4, &env);
+            let rv_rust = step(&mut rust, fp, carried);
+            assert_eq!(
+                (rv_p4, p4),
+                (rv_rust, rust),
+                "{file}: RegisterAction {name} on slot {before:?} with {env:?}: (rv, slot) from \
+                 the .p4 (left) differ from the Rust mirror's step (right)"
+            );
+        }
+    }
+}
+
+/// Every combination of the four lists.
+fn combinations(
+    fps: &[u32],
+    counts: &[u32],
+    ins: &[u32],
+    carried: &[u32],
+) -> Vec<(u32, u32, u32, u32)> {
+    let mut out = Vec::new();
+    for &f in fps {
+        for &c in counts {
+            for &i in ins {
+                for &k in carried {
+                    out.push((f, c, i, k));
+                }
+            }
+        }
+    }
+    out
 }
