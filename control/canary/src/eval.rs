@@ -84,16 +84,43 @@ pub struct EvalArgs {
 }
 
 pub fn command(a: EvalArgs) -> Result<()> {
+    let mut opts = options(&a)?;
+    let test_seeds = match &a.seeds {
+        Some(s) => eval::sweep::parse_seeds(s)?,
+        None => vec![a.seed],
+    };
+    let calibrate = calibration(&a, &opts, &test_seeds)?;
+    let out = Outputs {
+        args: &a,
+        calibrate: calibrate.as_ref(),
+    };
+    if let Some(spec) = &a.sweep {
+        return sweep_axis(&opts, spec, &test_seeds, &out);
+    }
+    if let Some(spec) = &calibrate {
+        opts.calibration = eval::calibrate::run(&opts, spec)?;
+        if let Some(c) = &opts.calibration {
+            eprint!("{}", c.render());
+        }
+    }
+    match &a.seeds {
+        None => one_seed(&opts, &out),
+        Some(seeds) => every_seed(&mut opts, seeds, &out),
+    }
+}
+
+/// The evaluation's options from the flags (calibration comes later, if asked for).
+fn options(a: &EvalArgs) -> Result<eval::EvalOptions> {
     if !(a.nb_lambda.is_finite() && a.nb_lambda >= 0.0) {
         anyhow::bail!(
             "--nb-lambda must be a finite number >= 0, got {}",
             a.nb_lambda
         );
     }
-    let mut opts = eval::EvalOptions {
+    Ok(eval::EvalOptions {
         sim: SimulateOptions {
-            topology: a.topology,
-            faults: a.faults,
+            topology: a.topology.clone(),
+            faults: a.faults.clone(),
             epochs: a.epochs,
             seed: a.seed,
             noise: a.noise,
@@ -116,131 +143,147 @@ pub fn command(a: EvalArgs) -> Result<()> {
             ..Default::default()
         },
         nb_lambda: a.nb_lambda,
-        export_flock_trace: a.export_flock_trace,
-        flock_trace: a.flock_trace,
+        export_flock_trace: a.export_flock_trace.clone(),
+        flock_trace: a.flock_trace.clone(),
         calibration: None,
+    })
+}
+
+/// `--calibrate`'s training set, checked against the test seeds; a warning if none of the
+/// localizers it tunes is evaluated.
+fn calibration(
+    a: &EvalArgs,
+    opts: &eval::EvalOptions,
+    test_seeds: &[u64],
+) -> Result<Option<eval::calibrate::CalibrateSpec>> {
+    let Some(s) = &a.calibrate else {
+        return Ok(None);
     };
-    let test_seeds = match &a.seeds {
-        Some(s) => eval::sweep::parse_seeds(s)?,
-        None => vec![a.seed],
+    let spec = eval::calibrate::CalibrateSpec {
+        seeds: eval::sweep::parse_seeds(s).map_err(|e| anyhow::anyhow!("--calibrate: {e}"))?,
+        faults: a.calibrate_faults.clone(),
     };
-    let calibrate = match &a.calibrate {
-        Some(s) => {
-            let spec = eval::calibrate::CalibrateSpec {
-                seeds: eval::sweep::parse_seeds(s)
-                    .map_err(|e| anyhow::anyhow!("--calibrate: {e}"))?,
-                faults: a.calibrate_faults.clone(),
-            };
-            spec.check_disjoint(&test_seeds)?;
-            if !opts
-                .localizers
-                .iter()
-                .any(|&k| eval::calibrate::calibrated_kind(k))
-            {
-                eprintln!(
-                    "warning: --calibrate tunes flock, flock-a2, netbouncer-paper and 007; none \
-                     of them is in --localizers"
-                );
-            }
-            Some(spec)
+    spec.check_disjoint(test_seeds)?;
+    if !opts
+        .localizers
+        .iter()
+        .any(|&k| eval::calibrate::calibrated_kind(k))
+    {
+        eprintln!(
+            "warning: --calibrate tunes flock, flock-a2, netbouncer-paper and 007; none \
+             of them is in --localizers"
+        );
+    }
+    Ok(Some(spec))
+}
+
+/// Where the results go besides stdout: `--json` and `--svg`, the picture's title saying
+/// what the calibration trained on.
+struct Outputs<'a> {
+    args: &'a EvalArgs,
+    calibrate: Option<&'a eval::calibrate::CalibrateSpec>,
+}
+
+impl Outputs<'_> {
+    fn title(&self, title: String) -> String {
+        match &self.calibrate {
+            Some(c) => format!(
+                "{title}, calibrated on seeds {}",
+                eval::calibrate::seed_list(&c.seeds)
+            ),
+            None => title,
         }
-        None => None,
-    };
-    let calibrated_title = |title: String| match &calibrate {
-        Some(c) => format!(
-            "{title}, calibrated on seeds {}",
-            eval::calibrate::seed_list(&c.seeds)
-        ),
-        None => title,
-    };
-    let write_json = |path: &PathBuf, text: String| {
+    }
+
+    /// Writes `--json`, if given, with the text `json` makes.
+    fn json(&self, json: impl FnOnce() -> serde_json::Result<String>) -> Result<()> {
+        let Some(path) = &self.args.json else {
+            return Ok(());
+        };
+        let text = json()?;
         std::fs::write(path, text).with_context(|| format!("cannot write {}", path.display()))
-    };
-    if let Some(spec) = &a.sweep {
-        if opts.export_flock_trace.is_some() || opts.flock_trace.is_some() {
-            anyhow::bail!("--sweep simulates every point's probes: drop the Flock trace options");
-        }
-        let (axis, values) = eval::axis::parse_sweep(spec)?;
-        let seeds = test_seeds;
-        let mut shown = None;
-        let report =
-            eval::axis::run_axis(&opts, axis, &values, &seeds, calibrate.as_ref(), |v, r| {
-                eprintln!("{}={v}", axis.name());
-                if let Some(c) = r
-                    .calibration
-                    .as_ref()
-                    .filter(|&c| shown.as_ref() != Some(c))
-                {
-                    eprint!("{}", c.render());
-                    shown = Some(c.clone());
-                }
-                eprint!("{}", eval::render_table(r));
-            })?;
-        print!("{}", report.render());
-        if let Some(path) = &a.json {
-            write_json(path, serde_json::to_string_pretty(&report)?)?;
-        }
-        if let Some(path) = &a.svg {
-            let title = calibrated_title(format!(
-                "{} {}, seeds {} (mean)",
-                opts.sim.topology,
-                opts.sim.faults,
-                a.seeds.as_deref().unwrap_or(&a.seed.to_string())
-            ));
-            eval::plot::render_sweep_svg(
-                path,
-                &title,
-                axis.label(),
-                axis.log_scale(),
-                &report.series(),
-            )?;
-        }
-        return Ok(());
     }
-    if let Some(spec) = &calibrate {
-        opts.calibration = eval::calibrate::run(&opts, spec)?;
-        if let Some(c) = &opts.calibration {
+}
+
+/// `--sweep`: every value of one axis, each over every test seed.
+fn sweep_axis(opts: &eval::EvalOptions, spec: &str, seeds: &[u64], out: &Outputs) -> Result<()> {
+    if opts.export_flock_trace.is_some() || opts.flock_trace.is_some() {
+        anyhow::bail!("--sweep simulates every point's probes: drop the Flock trace options");
+    }
+    let (axis, values) = eval::axis::parse_sweep(spec)?;
+    let mut shown = None;
+    let report = eval::axis::run_axis(opts, axis, &values, seeds, out.calibrate, |v, r| {
+        eprintln!("{}={v}", axis.name());
+        // A calibration is shown when it differs from the one shown before.
+        if let Some(c) = r
+            .calibration
+            .as_ref()
+            .filter(|&c| shown.as_ref() != Some(c))
+        {
             eprint!("{}", c.render());
+            shown = Some(c.clone());
         }
+        eprint!("{}", eval::render_table(r));
+    })?;
+    print!("{}", report.render());
+    out.json(|| serde_json::to_string_pretty(&report))?;
+    if let Some(path) = &out.args.svg {
+        let a = out.args;
+        let title = out.title(format!(
+            "{} {}, seeds {} (mean)",
+            opts.sim.topology,
+            opts.sim.faults,
+            a.seeds.as_deref().unwrap_or(&a.seed.to_string())
+        ));
+        eval::plot::render_sweep_svg(
+            path,
+            &title,
+            axis.label(),
+            axis.log_scale(),
+            &report.series(),
+        )?;
     }
-    let Some(seeds) = a.seeds else {
-        let r = eval::run(&opts)?;
-        if let Some(c) = &r.calibration {
-            print!("{}", c.render());
-        }
-        print!("{}", eval::render_table(&r));
-        if let Some(path) = &a.json {
-            write_json(path, serde_json::to_string_pretty(&r)?)?;
-        }
-        if let Some(path) = &a.svg {
-            let series: Vec<_> = r
-                .localizers
-                .0
-                .iter()
-                .map(|(n, x)| (n.clone(), x.stages.clone()))
-                .collect();
-            let title = calibrated_title(format!("{} seed {}", r.topology, r.seed));
-            eval::plot::render_svg(path, &title, &series)?;
-        }
-        return Ok(());
-    };
+    Ok(())
+}
+
+/// One seed: the localizers' table, per stage on the SVG.
+fn one_seed(opts: &eval::EvalOptions, out: &Outputs) -> Result<()> {
+    let r = eval::run(opts)?;
+    if let Some(c) = &r.calibration {
+        print!("{}", c.render());
+    }
+    print!("{}", eval::render_table(&r));
+    out.json(|| serde_json::to_string_pretty(&r))?;
+    if let Some(path) = &out.args.svg {
+        let series: Vec<_> = r
+            .localizers
+            .0
+            .iter()
+            .map(|(n, x)| (n.clone(), x.stages.clone()))
+            .collect();
+        let title = out.title(format!("{} seed {}", r.topology, r.seed));
+        eval::plot::render_svg(path, &title, &series)?;
+    }
+    Ok(())
+}
+
+/// `--seeds`: every seed's table, then the mean over them.
+fn every_seed(opts: &mut eval::EvalOptions, seeds: &str, out: &Outputs) -> Result<()> {
     if opts.export_flock_trace.is_some() {
         anyhow::bail!("--export-flock-trace writes one seed's probes: use it without --seeds");
     }
     let mut runs = Vec::new();
-    for seed in eval::sweep::parse_seeds(&seeds)? {
+    for seed in eval::sweep::parse_seeds(seeds)? {
         opts.sim.seed = seed;
-        let r = eval::run(&opts)?;
+        let r = eval::run(opts)?;
         eprint!("{}", eval::render_table(&r));
         runs.push(r);
     }
     let sweep = eval::sweep::SweepReport::new(runs);
     print!("{}", sweep.render());
-    if let Some(path) = &a.json {
-        write_json(path, serde_json::to_string_pretty(&sweep)?)?;
-    }
-    if let Some(path) = &a.svg {
-        let title = calibrated_title(format!("{} seeds {seeds} (mean)", opts.sim.topology));
+    out.json(|| serde_json::to_string_pretty(&sweep))?;
+    if let Some(path) = &out.args.svg {
+        let title = out.title(format!("{} seeds {seeds} (mean)", opts.sim.topology));
         eval::plot::render_svg(path, &title, &sweep.mean_stages())?;
     }
     Ok(())

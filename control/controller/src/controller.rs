@@ -13,7 +13,7 @@ use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
 use canary_core::decide::{hold, Decider, EvidenceTracker, LinkClearing, LinkTimeline, Release};
 use canary_core::detect::{join, SegmentCount, Window, WindowCount};
-use canary_core::fabric::{Fabric, Parity, RuleOp};
+use canary_core::fabric::{Fabric, Parity};
 use canary_core::localize::{Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::schedule::{LastShown, WatchPlan};
@@ -29,6 +29,7 @@ mod evidence;
 mod harvest;
 mod reports;
 mod rounds;
+mod rules;
 mod start;
 #[cfg(test)]
 mod tests;
@@ -358,31 +359,6 @@ impl Controller {
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());
         report
-    }
-
-    async fn apply<F: Fabric>(&mut self, fabric: &mut F, ops: &[RuleOp], counts: &mut RuleCounts) {
-        if ops.is_empty() {
-            return;
-        }
-        let failed = fabric.apply(ops).await;
-        if !failed.is_empty() {
-            let ops: Vec<RuleOp> = failed.iter().map(|(op, _)| op.clone()).collect();
-            self.selector.on_failed(&ops);
-        }
-        for (op, e) in &failed {
-            tracing::warn!(
-                switch = self.topo.name_of(op.switch()),
-                "rule change failed: {e}"
-            );
-        }
-        counts.failed += failed.len() as u32;
-        for op in ops {
-            if op.is_install() {
-                counts.installed += 1;
-            } else {
-                counts.removed += 1;
-            }
-        }
     }
 }
 

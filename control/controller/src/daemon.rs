@@ -11,6 +11,7 @@
 mod fabric_loop;
 mod p4;
 mod sink;
+mod targets;
 
 pub use p4::{load_p4, P4Artifacts, BMV2_FILES};
 
@@ -19,25 +20,25 @@ use crate::cluster::ClusterConfig;
 use crate::config::{Pipeline, RunConfig};
 use crate::controller::ControllerConfig;
 use crate::error::{Error, Result};
-use crate::incidents::{self, Journal, TrackConfig};
-use crate::metrics::{self, Metrics};
+use crate::incidents;
 use crate::report::EpochReport;
 use crate::report_file::ReportFile;
-use crate::setup::{load_topology, prepare};
+use crate::setup::{load_topology, prepare, Prepared};
 use crate::simulate::SimulationResult;
-use crate::standby;
 use canary_core::fault::{self, Fault};
 use canary_core::pathbf::PathBfParams;
-use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
-use canary_switch::drivers::tofino::{self, TofinoDriver, TofinoOptions};
+use canary_core::topo::{PortMap, Topology};
+use canary_switch::drivers::bmv2::Bmv2Options;
+use canary_switch::drivers::tofino::TofinoOptions;
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
-use canary_switch::switches::{port_map, SwitchesFile};
+use canary_switch::switches::{port_map, BoundSwitch, SwitchesFile};
 use fabric_loop::{run_fabric, Ended};
 use sink::Sink;
 use std::future::Future;
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::pin::Pin;
 use std::time::Duration;
+use targets::{Bmv2Drivers, Drivers, TofinoDrivers};
 
 #[derive(
     Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize, serde::Deserialize,
@@ -153,6 +154,32 @@ pub async fn run(
             shutdown.await
         }
     };
+    refuse_role_on_tofino(&opts)?;
+    let topo = load_topology(&opts.topology, opts.pipeline.monitors)?;
+    let faults = load_faults(&opts, &topo)?;
+    let prep = prepare(topo, PathBfParams::default())?;
+    let bound = bind_switches(&opts, &prep)?;
+    let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
+    let sink = Sink::open(&opts, &prep, report.as_mut(), on_epoch).await?;
+    tokio::pin!(shutdown);
+    let mut daemon = Daemon {
+        opts: &opts,
+        prep: &prep,
+        faults: &faults,
+        ports: port_map(&bound),
+        fabric_opts: fabric_options(&opts),
+        shutdown,
+        sink,
+    };
+    // The target's one say: which drivers. Everything after is the same for every target.
+    match opts.target {
+        Target::Bmv2 => daemon.serve(Bmv2Drivers::new(&opts, &bound, &prep)?).await,
+        Target::Tofino => daemon.serve(TofinoDrivers::new(&opts, &bound, &prep)).await,
+    }
+}
+
+/// A role is P4Runtime's; Tofino has none to bind to.
+fn refuse_role_on_tofino(opts: &RunOptions) -> Result<()> {
     if opts.target == Target::Tofino && !opts.bmv2.role.is_empty() {
         return Err(Error::given(
             "--role",
@@ -160,186 +187,78 @@ pub async fn run(
              bf_switchd loaded and configures the switch itself",
         ));
     }
-    let topo = load_topology(&opts.topology, opts.pipeline.monitors)?;
-    let faults: Vec<Fault> = match &opts.faults {
+    Ok(())
+}
+
+/// The injected faults to score the run against (none without `--faults`, or with `none`).
+fn load_faults(opts: &RunOptions, topo: &Topology) -> Result<Vec<Fault>> {
+    Ok(match &opts.faults {
         None => vec![],
         Some(f) if f == "none" => vec![],
         Some(f) => {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| Error::io(format!("cannot read fault file {f}"), e))?;
-            fault::parse(f, &text, &topo)?
+            fault::parse(f, &text, topo)?
         }
-    };
-    let prep = prepare(topo, PathBfParams::default())?;
+    })
+}
+
+/// The switches file, each switch bound to the topology's.
+fn bind_switches(opts: &RunOptions, prep: &Prepared) -> Result<Vec<BoundSwitch>> {
     let switches_path = opts.switches.display().to_string();
-    let bound = SwitchesFile::load(&switches_path)
+    SwitchesFile::load(&switches_path)
         .and_then(|f| f.bind(&switches_path, &prep.topo))
-        .map_err(Error::switches)?;
-    let ports = port_map(&bound);
-    let fabric_opts = FabricOptions {
+        .map_err(Error::switches)
+}
+
+fn fabric_options(opts: &RunOptions) -> FabricOptions {
+    FabricOptions {
         harvest_deadline: opts.harvest_deadline,
         // With a role, another controller owns the pipeline and forwarding.
         attach_only: opts.target == Target::Bmv2 && opts.bmv2.attach,
         adopt: !opts.fresh,
-    };
-    let mut report = opts.report.as_deref().map(ReportFile::open).transpose()?;
-    let journal = match &opts.incidents {
-        Some(p) => Some(Journal::open(p, TrackConfig::default())?),
-        None => None,
-    };
-    let metrics = Arc::new(Metrics::new());
-    if let Some(addr) = &opts.metrics {
-        let bound = metrics::serve(addr, metrics.clone()).await?;
-        tracing::info!("metrics on http://{bound}/metrics");
-        if !opts.quiet {
-            eprintln!("metrics: http://{bound}/metrics");
-        }
     }
-    metrics.set_epoch_length(opts.epoch);
-    let page = match &opts.http {
-        Some(addr) => {
-            let page = crate::page::Page::new(&prep.topo);
-            let bound = crate::page::serve(addr, page.clone()).await?;
-            if !opts.quiet {
-                eprintln!("the page: http://{bound}/");
-            }
-            Some(page)
-        }
-        None => None,
-    };
-    tokio::pin!(shutdown);
-    let mut sink = Sink {
-        report: report.as_mut(),
-        journal,
-        metrics,
-        page,
-        on_epoch,
-        epochs: Vec::new(),
-    };
-    match opts.target {
-        Target::Bmv2 => {
-            let dir = opts.p4.as_deref().ok_or_else(|| {
-                Error::given(
-                    "--p4",
-                    "required with --target bmv2: the compiled program's directory",
-                )
-            })?;
-            let p4 = load_p4(dir)?;
-            let program = Arc::new(
-                Bmv2Program::new(p4.p4info.clone(), p4.device_config.clone())
-                    .map_err(Error::switches)?,
-            );
-            let drivers = |election_id: u128| -> Vec<Bmv2Driver> {
-                let mut bopts = opts.bmv2.clone();
-                bopts.election_id = election_id;
-                bound
-                    .iter()
-                    .map(|b| {
-                        let s = b.ix as usize;
-                        let monitor = prep.topo.switches[s].monitor;
-                        Bmv2Driver::new(b.clone(), monitor, program.clone(), bopts.clone())
-                            .with_mask(prep.codec.masks[s])
-                    })
-                    .collect()
+}
+
+/// The daemon once everything but the switches is set up: what every term on them shares.
+struct Daemon<'a, S, F> {
+    opts: &'a RunOptions,
+    prep: &'a Prepared,
+    faults: &'a [Fault],
+    ports: PortMap,
+    fabric_opts: FabricOptions,
+    shutdown: Pin<&'a mut S>,
+    sink: Sink<'a, F>,
+}
+
+impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
+    /// This controller's terms as primary, each on a fabric of the target's drivers, until its
+    /// epochs are done or it is shut down (or demoted, where the target does not stand by).
+    async fn serve<T: Drivers>(&mut self, mut target: T) -> Result<SimulationResult> {
+        loop {
+            let Some(term) = target.next_term(&mut self.shutdown).await? else {
+                return Ok(self.sink.result(self.prep, self.faults, self.opts));
             };
-            let capacity = program.program.capacity();
-            // Primary while no other controller is; standby, taking over when it stops, while
-            // one is (P4Runtime arbitration, `standby`).
-            let probe = drivers(standby::PROBE_ELECTION_ID).swap_remove(0);
-            let every =
-                (opts.epoch / 4).clamp(Duration::from_millis(50), Duration::from_millis(500));
-            loop {
-                let generation = tokio::select! {
-                    g = standby::wait_until_no_primary(&probe, every, opts.connect_patience, opts.quiet) => g,
-                    _ = &mut shutdown => return Ok(sink.result(&prep, &faults, &opts)),
-                };
-                let election_id = standby::election_id(generation, opts.bmv2.election_id);
-                let fabric = SwitchFabric::new(
-                    &prep.topo,
-                    &ports,
-                    &prep.codec.masks,
-                    drivers(election_id),
-                    capacity,
-                    fabric_opts.clone(),
-                );
-                match run_fabric(
-                    &opts,
-                    prep.clone(),
-                    &faults,
-                    fabric,
-                    &mut shutdown,
-                    &mut sink,
-                )
-                .await?
-                {
-                    Ended::Done(result) => return Ok(*result),
-                    Ended::Demoted(why) => {
-                        tracing::warn!("another controller took over ({why}): standing by");
-                        if !opts.quiet {
-                            eprintln!("another controller took over ({why}): standing by");
-                        }
-                    }
-                }
-            }
-        }
-        Target::Tofino => {
-            // The program is bf_switchd's: its contract comes from the first switch that
-            // answers, and every switch must run the same build.
-            let deadline = tokio::time::Instant::now() + opts.connect_patience;
-            let program = loop {
-                let attempt = tokio::select! {
-                    r = tofino::fetch_program(&bound[0], &opts.tofino) => r,
-                    _ = &mut shutdown => return Ok(sink.result(&prep, &faults, &opts)),
-                };
-                match attempt {
-                    Ok(p) => break Arc::new(p),
-                    Err(e) if tokio::time::Instant::now() < deadline => {
-                        tracing::info!(switch = %bound[0].name, "waiting for switch: {e}");
-                        tokio::time::sleep(Duration::from_millis(500)).await;
-                    }
-                    Err(e) => {
-                        return Err(Error::ProgramUnreadable {
-                            switch: bound[0].name.clone(),
-                            error: Box::new(e.into()),
-                        })
-                    }
-                }
-            };
-            let drivers = bound
-                .iter()
-                .map(|b| {
-                    let s = b.ix as usize;
-                    let monitor = prep.topo.switches[s].monitor;
-                    let mask = prep.codec.masks[s];
-                    TofinoDriver::new(
-                        b.clone(),
-                        monitor,
-                        mask,
-                        program.clone(),
-                        opts.tofino.clone(),
-                    )
-                })
-                .collect();
             let fabric = SwitchFabric::new(
-                &prep.topo,
-                &ports,
-                &prep.codec.masks,
-                drivers,
-                program.capacity(),
-                fabric_opts,
+                &self.prep.topo,
+                &self.ports,
+                &self.prep.codec.masks,
+                term.drivers,
+                term.capacity,
+                self.fabric_opts.clone(),
             );
             match run_fabric(
-                &opts,
-                prep.clone(),
-                &faults,
+                self.opts,
+                self.prep.clone(),
+                self.faults,
                 fabric,
-                &mut shutdown,
-                &mut sink,
+                &mut self.shutdown,
+                &mut self.sink,
             )
             .await?
             {
-                Ended::Done(result) => Ok(*result),
-                Ended::Demoted(why) => Err(Error::Demoted(why)),
+                Ended::Done(result) => return Ok(*result),
+                Ended::Demoted(why) => target.demoted(why)?,
             }
         }
     }

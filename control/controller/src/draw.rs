@@ -171,6 +171,27 @@ pub fn layout_with(topo: &Topology, host_room: bool) -> Layout {
 
 /// The SVG text. Names in `marks` that the topology does not have are an error.
 pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
+    check_marks(topo, marks)?;
+    let Layout {
+        width, height, pos, ..
+    } = layout(topo);
+    let mut svg = String::new();
+    head(&mut svg, width, height, title);
+    // Links: every direction its own line, offset 5 px to its right; marked ones on top.
+    let mut lines = LinkLines::default();
+    for l in &topo.links {
+        lines.add(topo, &pos, marks, l.from as usize, l.to as usize);
+    }
+    svg += &lines.plain;
+    svg += &lines.marked;
+    hosts(&mut svg, topo, &pos);
+    switches(&mut svg, topo, &pos);
+    svg += &lines.labels;
+    legend(&mut svg, height);
+    Ok(svg)
+}
+
+fn check_marks(topo: &Topology, marks: &Marks) -> Result<()> {
     for (a, b) in marks.keys() {
         if topo.link_by_names(a, b).is_none() {
             return Err(Error::given(
@@ -179,10 +200,11 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
             ));
         }
     }
-    let Layout {
-        width, height, pos, ..
-    } = layout(topo);
-    let mut svg = String::new();
+    Ok(())
+}
+
+/// The SVG element, the arrowheads' markers, the background and the title.
+fn head(svg: &mut String, width: f64, height: f64, title: &str) {
     let _ = write!(
         svg,
         r##"<svg xmlns="http://www.w3.org/2000/svg" width="{width:.0}" height="{height:.0}" viewBox="0 0 {width:.0} {height:.0}" font-family="sans-serif">
@@ -198,12 +220,20 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
         width / 2.0,
         esc(title)
     );
-    // Links: every direction its own line, offset 5 px to its right; marked ones on top.
-    let mut plain = String::new();
-    let mut marked = String::new();
-    let mut labels = String::new();
-    for l in &topo.links {
-        let (a, b) = (l.from as usize, l.to as usize);
+}
+
+/// The links' lines: unmarked, marked (drawn over the unmarked), and the marked ones' labels
+/// (drawn over the switches).
+#[derive(Default)]
+struct LinkLines {
+    plain: String,
+    marked: String,
+    labels: String,
+}
+
+impl LinkLines {
+    /// The directed link `a → b`.
+    fn add(&mut self, topo: &Topology, pos: &[(f64, f64)], marks: &Marks, a: usize, b: usize) {
         let ((x1, y1), (x2, y2)) = (pos[a], pos[b]);
         let (dx, dy) = (x2 - x1, y2 - y1);
         let len = (dx * dx + dy * dy).sqrt().max(1.0);
@@ -215,10 +245,10 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
         let path = format!("M{sx:.1},{sy:.1} L{mx:.1},{my:.1} L{ex:.1},{ey:.1}");
         let Some(m) = marks.get(&key) else {
             let _ = writeln!(
-                plain,
+                self.plain,
                 r##"<path d="{path}" stroke="#ccc" stroke-width="1.2" fill="none" marker-mid="url(#a-gray)"/>"##
             );
-            continue;
+            return;
         };
         let (color, dash, text) = match *m {
             Mark::Found(inj, est) => (
@@ -239,7 +269,7 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
             _ => "#9467bd",
         };
         let _ = writeln!(
-            marked,
+            self.marked,
             r#"<path d="{path}" stroke="{hex}" stroke-width="4" fill="none"{dash} marker-mid="url(#a-{color})"><title>{} → {}: {}</title></path>"#,
             esc(&key.0),
             esc(&key.1),
@@ -251,16 +281,17 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
         );
         let anchor = if nx >= 0.0 { "start" } else { "end" };
         let _ = writeln!(
-            labels,
+            self.labels,
             r#"<text x="{lx:.0}" y="{ly:.0}" font-size="12" fill="{hex}" text-anchor="{anchor}" stroke="white" stroke-width="3" paint-order="stroke">{} → {}: {}</text>"#,
             esc(&key.0),
             esc(&key.1),
             esc(&text)
         );
     }
-    svg += &plain;
-    svg += &marked;
-    // Hosts under their switch.
+}
+
+/// Hosts under their switch.
+fn hosts(svg: &mut String, topo: &Topology, pos: &[(f64, f64)]) {
     for (s, &(x, y)) in pos.iter().enumerate() {
         let hs = topo.hosts_of(s as SwitchIx);
         let n = hs.len() as f64;
@@ -278,6 +309,10 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
             );
         }
     }
+}
+
+/// The switches, monitors filled.
+fn switches(svg: &mut String, topo: &Topology, pos: &[(f64, f64)]) {
     for (s, &(x, y)) in pos.iter().enumerate() {
         let sw = &topo.switches[s];
         let (fill, stroke) = if sw.monitor {
@@ -295,8 +330,10 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
             esc(&sw.name)
         );
     }
-    svg += &labels;
-    // Legend.
+}
+
+/// The legend: what the colours and the filled boxes mean.
+fn legend(svg: &mut String, height: f64) {
     let ly = height - 40.0;
     let _ = write!(
         svg,
@@ -326,7 +363,6 @@ pub fn render(topo: &Topology, marks: &Marks, title: &str) -> Result<String> {
         ly + 4.0,
         ly + 24.0,
     );
-    Ok(svg)
 }
 
 /// `canary draw`.

@@ -101,86 +101,108 @@ impl Metrics {
             evidence: Default::default(),
             blames: Default::default(),
         };
+        // The order of registration is the order of the text at /metrics.
         m.blames.register(&mut r);
+        m.register_segments(&mut r);
+        m.register_epochs(&mut r);
+        m.register_daemon(&mut r);
+        m.register_alerting(&mut r);
+        m.evidence.register(&mut r);
+        *m.registry.lock().expect("not poisoned") = r;
+        m
+    }
+
+    /// Per segment, the last epoch's counts.
+    fn register_segments(&self, r: &mut Registry) {
         r.register(
             "segment_packets",
             "Packets counted on each segment in the last epoch",
-            m.segment_packets.clone(),
+            self.segment_packets.clone(),
         );
         r.register(
             "segment_lost_packets",
             "Packets lost on each segment in the last epoch",
-            m.segment_lost.clone(),
+            self.segment_lost.clone(),
         );
         r.register(
             "segment_flows",
             "Flows counted on each segment in the last epoch",
-            m.segment_flows.clone(),
+            self.segment_flows.clone(),
         );
+    }
+
+    /// What the epochs did: the last one's phases, and counters over the run.
+    fn register_epochs(&self, r: &mut Registry) {
         r.register(
             "epoch_phase_seconds",
             "Duration of each phase of the last epoch",
-            m.phase_seconds.clone(),
+            self.phase_seconds.clone(),
         );
-        r.register("epochs", "Epochs completed", m.epochs.clone());
+        r.register("epochs", "Epochs completed", self.epochs.clone());
         r.register(
             "harvest_errors",
             "Monitor switches whose meters could not be read in an epoch",
-            m.harvest_errors.clone(),
+            self.harvest_errors.clone(),
         );
         r.register(
             "digests_dropped",
             "HH digest messages dropped by the queue bound or the rate limit",
-            m.digests_dropped.clone(),
+            self.digests_dropped.clone(),
         );
         r.register(
             "switch_disturbed",
             "Epochs in which a switch was unreachable, restarted or late",
-            m.disturbed.clone(),
+            self.disturbed.clone(),
         );
         r.register(
             "flows_monitored",
             "Flows with meter rules installed",
-            m.flows_monitored.clone(),
+            self.flows_monitored.clone(),
         );
+    }
+
+    /// The daemon's health: primary or standing by, and epochs it could not count.
+    fn register_daemon(&self, r: &mut Registry) {
         r.register(
             "controller_primary",
             "1 while this controller is the primary writing to the switches, 0 while it stands by",
-            m.primary.clone(),
+            self.primary.clone(),
         );
         r.register(
             "controller_takeovers",
             "Times this controller became primary (its start included)",
-            m.takeovers.clone(),
+            self.takeovers.clone(),
         );
         r.register(
             "epochs_incomplete",
             "Epochs reported incomplete: nobody harvested them, or they began under another controller",
-            m.epochs_incomplete.clone(),
+            self.epochs_incomplete.clone(),
         );
+    }
+
+    /// Blame streaks per link, switches up, tables full, and the epoch length the phases are
+    /// held to: inputs of the alert rules (deploy/prometheus/canary-alerts.yml).
+    fn register_alerting(&self, r: &mut Registry) {
         r.register(
             "link_blamed_epochs",
             "Consecutive epochs up to the last in which each link was blamed (what alerts wait on)",
-            m.link_streak.clone(),
+            self.link_streak.clone(),
         );
         r.register(
             "switch_up",
             "1 if the switch answered the last epoch's flip and harvest, 0 if it did not",
-            m.switch_up.clone(),
+            self.switch_up.clone(),
         );
         r.register(
             "epoch_length_seconds",
             "The configured epoch length (phases adding up to more overrun it)",
-            m.epoch_seconds.clone(),
+            self.epoch_seconds.clone(),
         );
         r.register(
             "rules_refused",
             "Rules flow selection did without because a switch table was full",
-            m.rules_refused.clone(),
+            self.rules_refused.clone(),
         );
-        m.evidence.register(&mut r);
-        *m.registry.lock().expect("not poisoned") = r;
-        m
     }
 
     /// The configured epoch length.

@@ -1,6 +1,7 @@
 //! The daemon's epoch loop on one fabric of any target's switches: connect, resume after what
 //! was reported, run epochs until done, shut down or demoted. Apart from [`super::run`], which
-//! chooses the target and stands by while another controller is primary.
+//! starts one on a fabric of the target's drivers for every term this controller is primary
+//! (`targets`: which drivers, and whether to stand by after being demoted).
 
 use super::sink::Sink;
 use super::{controller_config, RunOptions};

@@ -4,8 +4,8 @@
 use super::{controller_config, RunOptions};
 use crate::controller::Controller;
 use crate::error::Result;
-use crate::incidents::{rfc3339, Journal};
-use crate::metrics::Metrics;
+use crate::incidents::{rfc3339, Journal, TrackConfig};
+use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
 use crate::report_file::ReportFile;
 use crate::setup::Prepared;
@@ -23,6 +23,50 @@ pub(super) struct Sink<'a, F> {
     pub(super) page: Option<crate::page::Page>,
     pub(super) on_epoch: F,
     pub(super) epochs: Vec<EpochReport>,
+}
+
+impl<'a, F> Sink<'a, F> {
+    /// Opens where the epochs go besides `report`: the incidents' database, the metrics' and
+    /// the page's servers.
+    pub(super) async fn open(
+        opts: &RunOptions,
+        prep: &Prepared,
+        report: Option<&'a mut ReportFile>,
+        on_epoch: F,
+    ) -> Result<Self> {
+        let journal = match &opts.incidents {
+            Some(p) => Some(Journal::open(p, TrackConfig::default())?),
+            None => None,
+        };
+        let metrics = Arc::new(Metrics::new());
+        if let Some(addr) = &opts.metrics {
+            let bound = metrics::serve(addr, metrics.clone()).await?;
+            tracing::info!("metrics on http://{bound}/metrics");
+            if !opts.quiet {
+                eprintln!("metrics: http://{bound}/metrics");
+            }
+        }
+        metrics.set_epoch_length(opts.epoch);
+        let page = match &opts.http {
+            Some(addr) => {
+                let page = crate::page::Page::new(&prep.topo);
+                let bound = crate::page::serve(addr, page.clone()).await?;
+                if !opts.quiet {
+                    eprintln!("the page: http://{bound}/");
+                }
+                Some(page)
+            }
+            None => None,
+        };
+        Ok(Self {
+            report,
+            journal,
+            metrics,
+            page,
+            on_epoch,
+            epochs: Vec::new(),
+        })
+    }
 }
 
 impl<F: FnMut(&EpochReport)> Sink<'_, F> {

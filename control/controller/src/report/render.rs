@@ -1,8 +1,11 @@
 //! The terminal view of an epoch report and of a run's summary.
 
-use super::{EpochReport, EvidenceReport, OverTimeReport, SegmentReport, Summary, TableFull};
+use super::{EpochReport, EvidenceReport, SegmentReport, TableFull};
 use std::collections::BTreeMap;
 use std::fmt::Write;
+
+mod summary;
+pub use summary::render_summary;
 
 fn short(n: u64) -> String {
     match n {
@@ -71,6 +74,19 @@ fn pct(x: f64) -> String {
 /// The terminal view of one epoch: a header line, then lossy segments and blamed links.
 pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     let mut s = String::new();
+    header(&mut s, r);
+    warnings(&mut s, r);
+    tables_full(&mut s, r);
+    watch(&mut s, r);
+    fabric_notes(&mut s, r);
+    lossy_segments(&mut s, r, max_rows);
+    blamed_links(&mut s, r, max_rows);
+    devices_and_cleared(&mut s, r);
+    s
+}
+
+/// The first line: what was counted, what is monitored, and how long the epoch took.
+fn header(s: &mut String, r: &EpochReport) {
     let _ = writeln!(
         s,
         "epoch {:>3} ({:>4}) │ {} pkts ({} lost), {} flows{} counted on {}/{} segments ({} short) │ {} monitored, +{} −{} │ {:.1} ms",
@@ -92,6 +108,10 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
         r.selection.flows_retired,
         r.phases_ms.harvest + r.phases_ms.detect + r.phases_ms.localize + r.phases_ms.select,
     );
+}
+
+/// Why the epoch may be partial: incomplete, unreachable switches, disturbed switches.
+fn warnings(s: &mut String, r: &EpochReport) {
     if let Some(why) = &r.incomplete {
         let _ = writeln!(s, "  ! incomplete, nothing blamed from it: {why}");
     }
@@ -105,8 +125,11 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     for d in &r.disturbed {
         let _ = writeln!(s, "  ! {}: {}", d.switch, d.detail);
     }
-    // One line per table: the switches where it was full (the worst first), and the rules it
-    // did without. The JSON report keeps every switch.
+}
+
+/// One line per table: the switches where it was full (the worst first), and the rules it
+/// did without. The JSON report keeps every switch.
+fn tables_full(s: &mut String, r: &EpochReport) {
     let mut by_table: BTreeMap<&str, Vec<&TableFull>> = BTreeMap::new();
     for f in &r.tables_full {
         by_table.entry(&f.table).or_default().push(f);
@@ -135,27 +158,35 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             names.join(", ")
         );
     }
-    if let Some(w) = &r.watch {
+}
+
+/// The watch rounds: which round this is and how old the evidence gets.
+fn watch(s: &mut String, r: &EpochReport) {
+    let Some(w) = &r.watch else { return };
+    let _ = writeln!(
+        s,
+        "  watching round {}/{} ({} segments, {} epoch{} each): evidence at most {} epochs \
+         old (mean {:.1}), {} segments not counted yet",
+        w.round + 1,
+        w.rounds,
+        w.watched,
+        w.dwell,
+        if w.dwell == 1 { "" } else { "s" },
+        w.evidence.oldest,
+        w.evidence.mean,
+        w.evidence.never_seen
+    );
+    if let Some(e) = w.first_sweep_until {
         let _ = writeln!(
             s,
-            "  watching round {}/{} ({} segments, {} epoch{} each): evidence at most {} epochs \
-             old (mean {:.1}), {} segments not counted yet",
-            w.round + 1,
-            w.rounds,
-            w.watched,
-            w.dwell,
-            if w.dwell == 1 { "" } else { "s" },
-            w.evidence.oldest,
-            w.evidence.mean,
-            w.evidence.never_seen
+            "  ! first sweep over the rounds not complete: nothing blamed before epoch {e}"
         );
-        if let Some(e) = w.first_sweep_until {
-            let _ = writeln!(
-                s,
-                "  ! first sweep over the rounds not complete: nothing blamed before epoch {e}"
-            );
-        }
     }
+}
+
+/// What the fabric did around the measurement: links out of service, vanished flows, the
+/// evidence map, segments left out.
+fn fabric_notes(s: &mut String, r: &EpochReport) {
     if !r.out_of_service.is_empty() {
         let links: Vec<String> = r
             .out_of_service
@@ -185,75 +216,89 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             r.segments_skipped
         );
     }
+}
+
+/// The lossy segments the report marks used, at most `max_rows` of them.
+fn lossy_segments(s: &mut String, r: &EpochReport, max_rows: usize) {
     let used: Vec<&SegmentReport> = r.lossy_segments.iter().filter(|x| x.used).collect();
-    if !used.is_empty() {
+    if used.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        s,
+        "  lossy segments ({} over {} epochs):",
+        used.len(),
+        r.window_epochs
+    );
+    for x in used.iter().take(max_rows) {
+        let age = match x.age {
+            Some(a) if a > 0 => format!("  {a} epochs old"),
+            _ => String::new(),
+        };
         let _ = writeln!(
             s,
-            "  lossy segments ({} over {} epochs):",
-            used.len(),
-            r.window_epochs
+            "    {:<36} loss {:>7.4}  ({}/{}){age}",
+            x.segment.join("→"),
+            x.loss,
+            x.lost,
+            x.sent
         );
-        for x in used.iter().take(max_rows) {
-            let age = match x.age {
-                Some(a) if a > 0 => format!("  {a} epochs old"),
-                _ => String::new(),
-            };
-            let _ = writeln!(
-                s,
-                "    {:<36} loss {:>7.4}  ({}/{}){age}",
-                x.segment.join("→"),
-                x.loss,
-                x.lost,
-                x.sent
-            );
-        }
-        if used.len() > max_rows {
-            let _ = writeln!(s, "    … {} more", used.len() - max_rows);
-        }
     }
-    if !r.blamed.is_empty() {
-        let _ = writeln!(s, "  blamed links ({}):", r.blamed.len());
-        for b in r.blamed.iter().take(max_rows) {
-            let stage = b
-                .stage
-                .map(|x| format!("  stage {}", x + 1))
-                .unwrap_or_default();
-            let ci = b
-                .ci95
-                .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
-                .unwrap_or_default();
-            let since = b
-                .since
-                .map(|e| format!("  since epoch {e}"))
-                .unwrap_or_default();
-            let some = b
-                .flows
-                .map(|f| {
-                    format!(
-                        "  on {} of {} flows only ({:.1} % of theirs)",
-                        f.hit,
-                        f.flows,
-                        100.0 * f.loss_of_hit
-                    )
-                })
-                .unwrap_or_default();
-            // Held: not named by this epoch's localization, not cleared by any test either.
-            let held = if b.held {
-                "  held (not named this epoch, not cleared)"
-            } else {
-                ""
-            };
-            let _ = writeln!(
-                s,
-                "    {:<24} loss {:>7.4}{ci}{stage}{since}{some}{held}",
-                format!("{}→{}", b.link[0], b.link[1]),
-                b.loss
-            );
-        }
-        if r.blamed.len() > max_rows {
-            let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
-        }
+    if used.len() > max_rows {
+        let _ = writeln!(s, "    … {} more", used.len() - max_rows);
     }
+}
+
+/// The blamed links, at most `max_rows` of them, each with what is known about it.
+fn blamed_links(s: &mut String, r: &EpochReport, max_rows: usize) {
+    if r.blamed.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "  blamed links ({}):", r.blamed.len());
+    for b in r.blamed.iter().take(max_rows) {
+        let stage = b
+            .stage
+            .map(|x| format!("  stage {}", x + 1))
+            .unwrap_or_default();
+        let ci = b
+            .ci95
+            .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
+            .unwrap_or_default();
+        let since = b
+            .since
+            .map(|e| format!("  since epoch {e}"))
+            .unwrap_or_default();
+        let some = b
+            .flows
+            .map(|f| {
+                format!(
+                    "  on {} of {} flows only ({:.1} % of theirs)",
+                    f.hit,
+                    f.flows,
+                    100.0 * f.loss_of_hit
+                )
+            })
+            .unwrap_or_default();
+        // Held: not named by this epoch's localization, not cleared by any test either.
+        let held = if b.held {
+            "  held (not named this epoch, not cleared)"
+        } else {
+            ""
+        };
+        let _ = writeln!(
+            s,
+            "    {:<24} loss {:>7.4}{ci}{stage}{since}{some}{held}",
+            format!("{}→{}", b.link[0], b.link[1]),
+            b.loss
+        );
+    }
+    if r.blamed.len() > max_rows {
+        let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
+    }
+}
+
+/// Whole devices blamed, and links no longer blamed (cleared, or corrected to another).
+fn devices_and_cleared(s: &mut String, r: &EpochReport) {
     for d in &r.devices {
         let _ = writeln!(
             s,
@@ -283,83 +328,4 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
             ),
         };
     }
-    s
-}
-
-/// Each fault episode's time to detect and to clear, and the false positives over time.
-fn render_over_time(s: &mut String, o: &OverTimeReport) {
-    let _ = writeln!(
-        s,
-        "over time: link-epochs precision {:.3} recall {:.3} F1 {:.3}; {} false-positive link-epochs",
-        o.link_epochs.precision, o.link_epochs.recall, o.link_epochs.f1, o.false_positive_link_epochs
-    );
-    let epoch = |x: Option<u64>, from: Option<u64>| match (x, from) {
-        (Some(x), Some(f)) => format!("{x} (+{})", x - f),
-        _ => "never".to_string(),
-    };
-    for f in &o.faults {
-        let dev = f
-            .device
-            .as_ref()
-            .map(|d| format!(" [device {d}]"))
-            .unwrap_or_default();
-        let repair = match f.repair {
-            Some(r) => format!(", repaired {r}, all-clear {}", epoch(f.cleared, Some(r))),
-            None => String::new(),
-        };
-        let bound = match (f.bound, f.ratio_to_bound()) {
-            (Some(b), Some(r)) => format!(", bound {b} ({r:.2}×)"),
-            (Some(b), None) => format!(", bound {b}"),
-            _ => String::new(),
-        };
-        let _ = writeln!(
-            s,
-            "  {}→{}{dev} loss {:.4} from {}: detected {}{bound}{repair}",
-            f.link[0],
-            f.link[1],
-            f.loss,
-            f.onset,
-            epoch(f.detected, Some(f.onset))
-        );
-    }
-}
-
-pub fn render_summary(sum: &Summary, faults: usize) -> String {
-    let mut s = String::new();
-    let _ = writeln!(s, "── summary over {} epochs ──", sum.epochs);
-    let _ = writeln!(
-        s,
-        "faulty directed links: {faults}   blamed: {}   TP {}  FP {}  FN {}",
-        sum.blamed.len(),
-        sum.tp,
-        sum.fp,
-        sum.fn_
-    );
-    let _ = writeln!(
-        s,
-        "precision {:.3}   recall {:.3}   F1 {:.3}   accuracy {:.4}",
-        sum.precision, sum.recall, sum.f1, sum.accuracy
-    );
-    if sum.stages.len() > 1 {
-        let f1s: Vec<String> = sum.stages.iter().map(|x| format!("{:.3}", x.f1)).collect();
-        let _ = writeln!(s, "F1 after each stage: {}", f1s.join("  "));
-    }
-    for m in &sum.missed {
-        let _ = writeln!(
-            s,
-            "  missed          {}→{}  (injected loss {:.4})",
-            m.link[0], m.link[1], m.loss
-        );
-    }
-    for m in &sum.false_positives {
-        let _ = writeln!(
-            s,
-            "  false positive  {}→{}  (estimated loss {:.4})",
-            m.link[0], m.link[1], m.loss
-        );
-    }
-    if !sum.over_time.faults.is_empty() || sum.over_time.false_positive_link_epochs > 0 {
-        render_over_time(&mut s, &sum.over_time);
-    }
-    s
 }
