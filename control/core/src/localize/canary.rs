@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::cd::{self, CdParams, CdProblem};
 use super::groups::{self, Grouping, Mapping};
 use super::redundant;
+use super::unexplained;
 
 /// A link counts as blamed when CD leaves it below `1 − BLAME_EPS` (spec §6.10 item 6).
 pub const BLAME_EPS: f64 = 1e-12;
@@ -48,7 +49,7 @@ pub struct CanaryParams {
     /// CD solver settings (its `lambda` is replaced by [`CanaryParams::lambda`]).
     pub cd: CdParams,
     /// Where every link of a lossy segment is pinned healthy by loss-free segments, the link
-    /// whose pins the loss is likeliest to have missed gives way (`segments::weak_pins_yield`).
+    /// whose pins the loss is likeliest to have missed gives way (`pins::weak_pins_yield`).
     /// Only sound when pins and losses were counted over the same epochs: the controller turns
     /// it off when segments are watched in rounds.
     #[serde(default = "yes")]
@@ -203,6 +204,10 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         });
     }
 
+    if params.likelihood_ties {
+        // In rounds, pins and losses are from different epochs: not there.
+        home_unexplained(sub, &grp, &mut stage_of, &mut stages);
+    }
     let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
     let mut losses = estimate_losses(sub, &links);
     let needed = redundant::prune(sub, &links, &losses);
@@ -228,9 +233,36 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     Diagnosis { blamed, stages }
 }
 
+/// Gives every lossy segment the stages left without a blamed link a home
+/// ([`unexplained::homes`]), at the stage of its highest-loss segment, and adds it to the
+/// snapshots from that stage on.
+fn home_unexplained(
+    sub: &SubProblem,
+    grp: &groups::Groups,
+    stage_of: &mut Vec<(u32, usize)>,
+    stages: &mut [StageSnapshot],
+) {
+    let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
+    for link in unexplained::homes(sub, &links) {
+        let stage = sub
+            .segments
+            .iter()
+            .zip(&grp.of_segment)
+            .filter(|(s, _)| s.success < 1.0 && s.links.contains(&link))
+            .filter_map(|(_, g)| *g)
+            .min()
+            .unwrap_or(grp.range.len().saturating_sub(1));
+        stage_of.push((link, stage));
+        for snap in stages.iter_mut().skip(stage) {
+            snap.blamed_so_far.push(link);
+            snap.blamed_so_far.sort_unstable();
+        }
+    }
+}
+
 /// The highest loss a segment's counts leave plausible: the upper end of the Wilson interval at
 /// z = 3 (99.7 %) of its loss, from its success rate and packets.
-fn loss_could_reach(success: f64, sent: f64) -> f64 {
+pub(super) fn loss_could_reach(success: f64, sent: f64) -> f64 {
     if sent <= 0.0 {
         return 1.0;
     }

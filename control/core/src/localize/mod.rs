@@ -26,9 +26,11 @@ pub mod flock;
 pub mod flock_trace;
 pub mod groups;
 pub mod netbouncer;
+mod pins;
 pub mod redundant;
 pub mod segments;
 pub mod sick;
+mod unexplained;
 pub mod vote007;
 
 #[cfg(test)]
