@@ -78,9 +78,9 @@ impl AtLoss<'_> {
         found
             .map(|(w, r)| -> Result<Point> {
                 let mut times = Vec::new();
-                for i in 0..self.timing.min(3) {
-                    let cfg = LossRadarConfig::new(w, self.seed(i));
-                    times.push(timed_lossradar(&self.trials[i], &lost[i], cfg, w)?);
+                for (t, l) in self.trials.iter().zip(lost).take(self.timing.min(3)) {
+                    let cfg = LossRadarConfig::new(w, t.seed);
+                    times.push(timed_lossradar(t, l, cfg, w)?);
                 }
                 Ok(Point {
                     width: w,
