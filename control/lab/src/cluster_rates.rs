@@ -6,14 +6,15 @@
 
 use crate::{Error, Result};
 use canary_controller::cluster::wire::{self, WireSnapshot};
-use canary_controller::setup::{load_faults, load_topology, prepare};
+use canary_controller::setup::{load_faults, load_topology, prepare, Prepared};
 use canary_core::capacity::Capacity;
 use canary_core::detect::{join, observations, DsmEntry, SwitchRecords, UsmEntry, WindowCount};
+use canary_core::fabric::MeterSnapshot;
 use canary_core::fault::{background, with_faults, LinkLoss};
 use canary_core::localize::Canary;
 use canary_core::schedule::{WatchBudget, WatchPlan};
-use canary_core::topo::MonitorPlacement;
-use canary_sim::synth::{synth_watched, SynthConfig};
+use canary_core::topo::{MonitorPlacement, Segments};
+use canary_sim::synth::{synth_watched, SynthConfig, SynthEpoch};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
 use serde::Serialize;
@@ -69,29 +70,8 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
     let loss = with_faults(&background(&topo, 0.0, &mut rng), &faults);
     let prep = prepare(topo, Default::default())?;
     let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
-    let capacity = Capacity::of_program();
     let synth = SynthConfig::default();
-    let plan = WatchPlan::new(
-        segments,
-        WatchBudget::of(&capacity, synth.flows_per_segment),
-        1,
-    );
-    let watched = plan.watched_at(0);
-    let epoch = synth_watched(
-        topo,
-        segments,
-        codec,
-        &LinkLoss::on_every_flow(&loss),
-        &synth,
-        capacity.meter,
-        watched,
-        &mut rng,
-    )
-    .map_err(|source| Error::Meters {
-        topology: topology.clone(),
-        meters: "the program's meters",
-        source,
-    })?;
+    let (epoch, watched) = first_round(&topology, &prep, &loss, &synth, &mut rng)?;
     let snaps = &epoch.snapshots;
 
     let register_bytes: usize = snaps
@@ -113,19 +93,7 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
         return Err(Error::NothingCounted { topology });
     }
 
-    // Every segment's evidence, as after the first sweep: α packets each, lost through its
-    // links' loss rates.
-    let totals: BTreeMap<u32, WindowCount> = segments
-        .list
-        .iter()
-        .enumerate()
-        .map(|(i, s)| {
-            let sent = synth.packets_per_segment;
-            let ok = s.delivery(&loss);
-            let lost = (0..sent).filter(|_| !rng.random_bool(ok)).count() as u64;
-            (i as u32, WindowCount::of_one_epoch(sent, lost))
-        })
-        .collect();
+    let totals = every_segment_evidence(segments, &loss, synth.packets_per_segment, &mut rng);
     let obs = observations(segments, &totals, 1);
     let obs_bytes: usize = obs
         .segments
@@ -138,29 +106,14 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
     let localize_s = t.elapsed().as_secs_f64();
 
     let m = snaps.len().max(1) as f64;
-    let image_mem: usize = snaps
-        .iter()
-        .map(|s| {
-            std::mem::size_of_val(s.usm.buckets())
-                + std::mem::size_of_val(s.dsm.buckets())
-                + (s.usm.occupied() + s.dsm.occupied()) * std::mem::size_of::<u32>()
-        })
-        .sum();
-    let record_mem: usize = records
-        .iter()
-        .map(|r| {
-            r.dsm.len() * std::mem::size_of::<DsmEntry>()
-                + r.usm.len() * std::mem::size_of::<UsmEntry>()
-        })
-        .sum();
     Ok(StageRates {
         k,
         switches: topo.switches.len(),
         monitors: snaps.len(),
         segments: segments.len(),
-        watched: watched.len(),
-        image_mem_bytes_per_switch: image_mem as f64 / m,
-        record_mem_bytes_per_switch: record_mem as f64 / m,
+        watched,
+        image_mem_bytes_per_switch: image_mem(snaps) as f64 / m,
+        record_mem_bytes_per_switch: record_mem(&records) as f64 / m,
         register_bytes_per_switch: register_bytes as f64 / m,
         record_bytes_per_switch: record_bytes as f64 / m,
         decode_us_per_switch: decode_s * 1e6 / m,
@@ -171,4 +124,82 @@ pub fn measure(k: u32, seed: u64) -> Result<StageRates> {
         localize_us_per_segment: localize_s * 1e6 / obs.segments.len().max(1) as f64,
         observation_bytes_per_segment: obs_bytes as f64 / obs.segments.len().max(1) as f64,
     })
+}
+
+/// The first round of the watch plan at the program's capacity, synthesized into the
+/// switches' meters; with the number of segments it watches.
+fn first_round(
+    topology: &str,
+    prep: &Prepared,
+    loss: &[f64],
+    synth: &SynthConfig,
+    rng: &mut ChaCha8Rng,
+) -> Result<(SynthEpoch, usize)> {
+    let capacity = Capacity::of_program();
+    let plan = WatchPlan::new(
+        &prep.segments,
+        WatchBudget::of(&capacity, synth.flows_per_segment),
+        1,
+    );
+    let watched = plan.watched_at(0);
+    let epoch = synth_watched(
+        &prep.topo,
+        &prep.segments,
+        &prep.codec,
+        &LinkLoss::on_every_flow(loss),
+        synth,
+        capacity.meter,
+        watched,
+        rng,
+    )
+    .map_err(|source| Error::Meters {
+        topology: topology.to_string(),
+        meters: "the program's meters",
+        source,
+    })?;
+    Ok((epoch, watched.len()))
+}
+
+/// Every segment's evidence, as after the first sweep: `sent` (α) packets each, lost through its
+/// links' loss rates.
+fn every_segment_evidence(
+    segments: &Segments,
+    loss: &[f64],
+    sent: u64,
+    rng: &mut impl Rng,
+) -> BTreeMap<u32, WindowCount> {
+    segments
+        .list
+        .iter()
+        .enumerate()
+        .map(|(i, s)| {
+            let ok = s.delivery(loss);
+            let lost = (0..sent).filter(|_| !rng.random_bool(ok)).count() as u64;
+            (i as u32, WindowCount::of_one_epoch(sent, lost))
+        })
+        .collect()
+}
+
+/// Bytes of the monitors' register images in memory: both meters' buckets, and the list of
+/// occupied buckets of each.
+fn image_mem(snaps: &[MeterSnapshot]) -> usize {
+    snaps
+        .iter()
+        .map(|s| {
+            std::mem::size_of_val(s.usm.buckets())
+                + std::mem::size_of_val(s.dsm.buckets())
+                + (s.usm.occupied() + s.dsm.occupied()) * std::mem::size_of::<u32>()
+        })
+        .sum()
+}
+
+/// Bytes of the monitors' records in memory.
+fn record_mem(records: &[SwitchRecords]) -> usize {
+    records
+        .iter()
+        .map(|r| {
+            r.dsm.len() * std::mem::size_of::<DsmEntry>()
+                + r.usm.len() * std::mem::size_of::<UsmEntry>()
+        })
+        .sum()
 }

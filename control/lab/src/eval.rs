@@ -37,8 +37,9 @@ pub use table::render_table;
 pub use telemetry::{draw_fabric, stream};
 
 use crate::{Error, Result};
-use canary_controller::simulate::{self, FaultReport, SimulateOptions};
-use canary_core::fault;
+use canary_controller::simulate::{self, FaultReport, FullRun, SimulateOptions};
+use canary_core::fault::{self, Fault};
+use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::vote007::{per_flow_blame, tally};
 use canary_core::localize::{
     probe_matrix, CdOnSegments, Detector, Flock, FlockInput, Localizer, NetBouncer, PmcParams,
@@ -49,7 +50,7 @@ use canary_sim::matrix_probes::{probe_paths, PmProbeParams};
 use canary_sim::tcp007::{Epoch007, Tcp007Params};
 use params::{canary_params, flock_for, nb_params, vote007_for};
 use report::from_summary;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::time::Instant;
 use telemetry::{bounce_input, draw_background, tcp_epoch, STREAM_DETECTOR};
 
@@ -100,135 +101,203 @@ fn timed<L: Localizer>(l: &L, topo: &Topology, input: &L::Input) -> (Verdict, f6
 
 /// Runs every asked-for localizer on one seed.
 pub fn run(opts: &EvalOptions) -> Result<EvalReport> {
-    let (topo, faults, loss) = draw_fabric(&opts.sim)?;
-    let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
-    let full = if opts.localizers.iter().any(|k| k.needs_canary_run()) {
-        let full = simulate::run_full(&opts.sim, |_| {})?;
-        if full.faults != faults || full.loss != loss {
-            return Err(Error::FaultsDiffer {
-                seed: opts.sim.seed,
-            });
-        }
-        Some(full)
-    } else {
-        None
-    };
-    let needs_probes = opts.localizers.iter().any(|k| k.needs_probes());
-    let probes = if needs_probes || opts.export_flock_trace.is_some() {
-        bounce_input(opts, &topo, &faults, &loss)?
-    } else {
-        Vec::new()
-    };
-    if let Some(path) = &opts.export_flock_trace {
-        let text = trace::write_probes(&topo, &probes, &faults).to_text();
-        std::fs::write(path, text).map_err(|source| Error::Write {
-            what: "Flock trace",
-            path: path.clone(),
-            source,
-        })?;
-        // The companion topology file Flock's reader needs beside the trace.
-        let topo_path = trace::topology_path(path);
-        std::fs::write(&topo_path, trace::topology_text(&topo)).map_err(|source| Error::Write {
-            what: "Flock topology",
-            path: topo_path,
-            source,
-        })?;
-    }
-    let tcp_epoch = opts
-        .localizers
-        .iter()
-        .any(|k| k.needs_tcp_epoch())
-        .then(|| tcp_epoch(opts, &topo, &loss));
-    let bounce_stats = |r: &mut LocalizerReport| {
-        r.probe_paths = Some(probes.len());
-        r.probes_sent = Some(probes.iter().map(|p| u64::from(p.sent)).sum());
-    };
-    let flock = |k: Kind| flock_for(k, opts);
+    let t = Telemetry::collect(opts)?;
     let mut reports = Vec::new();
     for &k in &opts.localizers {
-        let r = match k {
-            Kind::Canary => from_summary(&full.as_ref().expect("ran").result.summary),
+        reports.push((k.name().to_string(), t.report(k)));
+    }
+    if fault::scheduled(&t.faults) {
+        t.add_over_time(&mut reports)?;
+    }
+    Ok(EvalReport {
+        topology: t.topo.name.clone(),
+        seed: opts.sim.seed,
+        faults: t
+            .faults
+            .iter()
+            .map(|f| FaultReport::of(&t.topo, f))
+            .collect(),
+        localizers: Reports(reports),
+        calibration: opts.calibration.clone(),
+    })
+}
+
+/// One seed's fabric and the telemetry the asked-for localizers read, each drawn only when one
+/// of them needs it.
+struct Telemetry<'a> {
+    opts: &'a EvalOptions,
+    topo: Topology,
+    faults: Vec<Fault>,
+    loss: Vec<f64>,
+    /// The faulty links.
+    truth: Vec<LinkIx>,
+    /// Canary's run on the packet simulator.
+    full: Option<FullRun>,
+    /// The bounce probes (or those of `--flock-trace`); empty when nobody needs them.
+    probes: Vec<ProbePath>,
+    /// 007's epoch of traced TCP flows.
+    tcp_epoch: Option<Epoch007>,
+}
+
+impl<'a> Telemetry<'a> {
+    fn collect(opts: &'a EvalOptions) -> Result<Self> {
+        let (topo, faults, loss) = draw_fabric(&opts.sim)?;
+        let truth: Vec<LinkIx> = faults.iter().map(|f| f.link).collect();
+        let full = if opts.localizers.iter().any(|k| k.needs_canary_run()) {
+            let full = simulate::run_full(&opts.sim, |_| {})?;
+            // Canary's run must have drawn the very faults the other systems see.
+            if full.faults != faults || full.loss != loss {
+                return Err(Error::FaultsDiffer {
+                    seed: opts.sim.seed,
+                });
+            }
+            Some(full)
+        } else {
+            None
+        };
+        let needs_probes = opts.localizers.iter().any(|k| k.needs_probes());
+        let probes = if needs_probes || opts.export_flock_trace.is_some() {
+            bounce_input(opts, &topo, &faults, &loss)?
+        } else {
+            Vec::new()
+        };
+        if let Some(path) = &opts.export_flock_trace {
+            export_flock_trace(path, &topo, &probes, &faults)?;
+        }
+        let tcp_epoch = opts
+            .localizers
+            .iter()
+            .any(|k| k.needs_tcp_epoch())
+            .then(|| tcp_epoch(opts, &topo, &loss));
+        Ok(Telemetry {
+            opts,
+            topo,
+            faults,
+            loss,
+            truth,
+            full,
+            probes,
+            tcp_epoch,
+        })
+    }
+
+    fn full(&self) -> &FullRun {
+        self.full.as_ref().expect("ran")
+    }
+
+    fn tcp_epoch(&self) -> &Epoch007 {
+        self.tcp_epoch.as_ref().expect("simulated")
+    }
+
+    /// Localizer `k` run on its own telemetry, scored.
+    fn report(&self, k: Kind) -> LocalizerReport {
+        let (opts, topo, truth) = (self.opts, &self.topo, &self.truth);
+        match k {
+            Kind::Canary => from_summary(&self.full().result.summary),
             Kind::CanaryCd1 => {
-                let obs = &full.as_ref().expect("ran").observations;
                 let l = CdOnSegments {
                     params: canary_params(&opts.sim),
                 };
-                let (v, ms) = timed(&l, &topo, obs);
-                score_verdict(&topo, &truth, &v, ms)
+                let (v, ms) = timed(&l, topo, &self.full().observations);
+                score_verdict(topo, truth, &v, ms)
             }
             Kind::FlockCanary => {
-                let obs = &full.as_ref().expect("ran").observations;
+                let obs = &self.full().observations;
                 let input = FlockInput::from_segments(obs.segments.iter().map(|s| {
                     let lost = if s.success < 1.0 { s.lost } else { 0 };
                     (s.links.as_slice(), s.sent, lost)
                 }));
-                let (v, ms) = timed(&Flock::default(), &topo, &input);
-                score_verdict(&topo, &truth, &v, ms)
+                let (v, ms) = timed(&Flock::default(), topo, &input);
+                score_verdict(topo, truth, &v, ms)
             }
             Kind::NetBouncer | Kind::NetBouncerStage | Kind::NetBouncerPaper => {
-                let (v, ms) = timed(&NetBouncer::new(nb_params(k, opts)), &topo, &probes);
-                let mut r = score_verdict(&topo, &truth, &v, ms);
-                bounce_stats(&mut r);
-                r
+                let (v, ms) = timed(&NetBouncer::new(nb_params(k, opts)), topo, &self.probes);
+                self.with_bounce_stats(score_verdict(topo, truth, &v, ms))
             }
             Kind::Flock => {
-                let input = FlockInput::from_probes(&probes);
-                let (v, ms) = timed(&flock(k), &topo, &input);
-                let mut r = score_verdict(&topo, &truth, &v, ms);
-                bounce_stats(&mut r);
-                r
+                let input = FlockInput::from_probes(&self.probes);
+                let (v, ms) = timed(&flock_for(k, opts), topo, &input);
+                self.with_bounce_stats(score_verdict(topo, truth, &v, ms))
             }
             Kind::FlockA2 => {
-                let epoch = tcp_epoch.as_ref().expect("simulated");
-                let input = FlockInput::from_flows_a2(&epoch.reports);
-                let (v, ms) = timed(&flock(k), &topo, &input);
-                score_verdict(&topo, &truth, &v, ms)
+                let input = FlockInput::from_flows_a2(&self.tcp_epoch().reports);
+                let (v, ms) = timed(&flock_for(k, opts), topo, &input);
+                score_verdict(topo, truth, &v, ms)
             }
             Kind::Vote007 => {
-                let epoch = tcp_epoch.as_ref().expect("simulated");
+                let epoch = self.tcp_epoch();
                 let z = vote007_for(opts);
-                let (v, ms) = timed(&z, &topo, &epoch.reports);
-                let mut r = score_verdict(&topo, &truth, &v, ms);
-                r.per_flow_accuracy = per_flow_accuracy(&topo, &truth, epoch, &z.params);
+                let (v, ms) = timed(&z, topo, &epoch.reports);
+                let mut r = score_verdict(topo, truth, &v, ms);
+                r.per_flow_accuracy = per_flow_accuracy(topo, truth, epoch, &z.params);
                 r
             }
-            Kind::Detector => {
-                let routing = Routing::new(&topo);
-                let m = probe_matrix(&topo, &routing, &opts.pmc);
-                let params = PmProbeParams {
-                    probes: opts.probes,
-                    ..Default::default()
-                };
-                let mut rng = stream(opts.sim.seed, STREAM_DETECTOR);
-                let input = probe_paths(&topo, &m.paths, &loss, &params, &mut rng);
-                let (v, ms) = timed(&Detector::default(), &topo, &input);
-                let mut r = score_verdict(&topo, &truth, &v, ms);
-                r.probe_paths = Some(m.paths.len());
-                r.probes_sent = Some(input.iter().map(|p| u64::from(p.sent)).sum());
-                r
-            }
-        };
-        reports.push((k.name().to_string(), r));
-    }
-    if fault::scheduled(&faults) {
-        let bg = draw_background(&opts.sim)?;
-        // One report per asked-for localizer, in that order.
-        for (&k, (_, r)) in opts.localizers.iter().zip(&mut reports) {
-            r.over_time = match k {
-                Kind::Canary => Some(over_time::Timing::of_report(
-                    &full.as_ref().expect("ran").result.summary.over_time,
-                )),
-                _ => over_time::verdicts(k, opts, &topo, &faults, &bg, opts.sim.epochs)
-                    .map(|v| over_time::timing(&topo, &faults, &v)),
-            };
+            Kind::Detector => self.detector(),
         }
     }
-    Ok(EvalReport {
-        topology: topo.name.clone(),
-        seed: opts.sim.seed,
-        faults: faults.iter().map(|f| FaultReport::of(&topo, f)).collect(),
-        localizers: Reports(reports),
-        calibration: opts.calibration.clone(),
+
+    /// A report on the bounce probes, with how many paths and probes they were.
+    fn with_bounce_stats(&self, mut r: LocalizerReport) -> LocalizerReport {
+        r.probe_paths = Some(self.probes.len());
+        r.probes_sent = Some(self.probes.iter().map(|p| u64::from(p.sent)).sum());
+        r
+    }
+
+    /// deTector: probes the probe matrix on its own stream, then localizes.
+    fn detector(&self) -> LocalizerReport {
+        let (opts, topo) = (self.opts, &self.topo);
+        let routing = Routing::new(topo);
+        let m = probe_matrix(topo, &routing, &opts.pmc);
+        let params = PmProbeParams {
+            probes: opts.probes,
+            ..Default::default()
+        };
+        let mut rng = stream(opts.sim.seed, STREAM_DETECTOR);
+        let input = probe_paths(topo, &m.paths, &self.loss, &params, &mut rng);
+        let (v, ms) = timed(&Detector::default(), topo, &input);
+        let mut r = score_verdict(topo, &self.truth, &v, ms);
+        r.probe_paths = Some(m.paths.len());
+        r.probes_sent = Some(input.iter().map(|p| u64::from(p.sent)).sum());
+        r
+    }
+
+    /// Faults that come and go: each report (one per asked-for localizer, in that order) gets
+    /// when its localizer first and last blamed each fault.
+    fn add_over_time(&self, reports: &mut [(String, LocalizerReport)]) -> Result<()> {
+        let (opts, topo, faults) = (self.opts, &self.topo, &self.faults);
+        let bg = draw_background(&opts.sim)?;
+        for (&k, (_, r)) in opts.localizers.iter().zip(reports) {
+            r.over_time = match k {
+                Kind::Canary => Some(over_time::Timing::of_report(
+                    &self.full().result.summary.over_time,
+                )),
+                _ => over_time::verdicts(k, opts, topo, faults, &bg, opts.sim.epochs)
+                    .map(|v| over_time::timing(topo, faults, &v)),
+            };
+        }
+        Ok(())
+    }
+}
+
+/// Writes the bounce probes as a Flock trace at `path`, and beside it the companion topology
+/// file Flock's reader needs.
+fn export_flock_trace(
+    path: &Path,
+    topo: &Topology,
+    probes: &[ProbePath],
+    faults: &[Fault],
+) -> Result<()> {
+    let text = trace::write_probes(topo, probes, faults).to_text();
+    std::fs::write(path, text).map_err(|source| Error::Write {
+        what: "Flock trace",
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let topo_path = trace::topology_path(path);
+    std::fs::write(&topo_path, trace::topology_text(topo)).map_err(|source| Error::Write {
+        what: "Flock topology",
+        path: topo_path,
+        source,
     })
 }
 

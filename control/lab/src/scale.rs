@@ -14,7 +14,7 @@
 //! that lost every packet is charged to its segment (absence is loss).
 
 use crate::{Error, Result};
-use canary_controller::setup::{load_faults, load_topology, prepare};
+use canary_controller::setup::{load_faults, load_topology, prepare, Prepared};
 use canary_core::capacity::Capacity;
 use canary_core::detect::minus_meters_expecting;
 use canary_core::fault::{active_links, background, link_losses, Fault};
@@ -147,8 +147,7 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
     let bg = background(&topo, opts.noise, &mut rng);
     let prep = prepare(topo, Default::default())?;
     let prepare_s = t.elapsed().as_secs_f64();
-    let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
-    if segments.is_empty() {
+    if prep.segments.is_empty() {
         return Err(Error::NoSegments {
             topology: opts.topology.clone(),
         });
@@ -156,14 +155,14 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
 
     let t = Instant::now();
     let budget = WatchBudget::of(&opts.capacity, opts.synth.flows_per_segment);
-    let plan = WatchPlan::new(segments, budget, opts.dwell);
+    let plan = WatchPlan::new(&prep.segments, budget, opts.dwell);
     let setup = ScaleSetup {
         topology: opts.topology.clone(),
-        switches: topo.switches.len(),
-        hosts: topo.hosts.len(),
-        monitors: topo.monitors().count(),
-        segments: segments.len(),
-        links: topo.links.len(),
+        switches: prep.topo.switches.len(),
+        hosts: prep.topo.hosts.len(),
+        monitors: prep.topo.monitors().count(),
+        segments: prep.segments.len(),
+        links: prep.topo.links.len(),
         meters: opts.capacity.meter,
         segments_per_monitor: budget.segments_per_monitor,
         rounds: plan.rounds(),
@@ -172,17 +171,77 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
         plan_ms: t.elapsed().as_secs_f64() * 1e3,
     };
 
-    // Pins weighed by likelihood only when they and the losses are of the same epochs: not
-    // when segments take turns (`CanaryParams::likelihood_ties`).
-    let mut params = opts.canary.clone();
-    params.likelihood_ties &= plan.rounds() <= 1;
-    let canary = Canary { params };
-    let mut shown = LastShown::new(segments.len());
+    let mut controller = Controller::new(opts, &prep, &plan, faults, bg);
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
-    let mut first_blamed: Vec<Option<u64>> = vec![None; faults.len()];
     for e in 0..u64::from(opts.epochs) {
-        let loss = link_losses(&bg, &faults, e);
-        let watched = plan.watched_at(e);
+        let epoch = controller.epoch(e, &mut rng)?;
+        on_epoch(&epoch);
+        epochs.push(epoch);
+    }
+
+    let links = prep.topo.links.len();
+    let after_first_period = pooled(
+        epochs
+            .iter()
+            .filter(|e| e.epoch + 1 >= plan.period())
+            .map(|e| e.score),
+        links,
+    );
+    Ok(ScaleRun {
+        setup,
+        faults: controller.faults(),
+        accurate_from: accurate_from(&epochs),
+        epochs,
+        after_first_period,
+        peak_rss_mb: peak_rss_mb(),
+    })
+}
+
+/// The switches' meters and the controller, one epoch at a time.
+struct Controller<'a> {
+    opts: &'a ScaleOptions,
+    prep: &'a Prepared,
+    plan: &'a WatchPlan,
+    canary: Canary,
+    shown: LastShown,
+    faults: Vec<Fault>,
+    /// Each link's background loss.
+    bg: Vec<f64>,
+    /// Per fault: the first epoch that blamed it.
+    first_blamed: Vec<Option<u64>>,
+}
+
+impl<'a> Controller<'a> {
+    fn new(
+        opts: &'a ScaleOptions,
+        prep: &'a Prepared,
+        plan: &'a WatchPlan,
+        faults: Vec<Fault>,
+        bg: Vec<f64>,
+    ) -> Self {
+        // Pins weighed by likelihood only when they and the losses are of the same epochs: not
+        // when segments take turns (`CanaryParams::likelihood_ties`).
+        let mut params = opts.canary.clone();
+        params.likelihood_ties &= plan.rounds() <= 1;
+        Controller {
+            opts,
+            prep,
+            plan,
+            canary: Canary { params },
+            shown: LastShown::new(prep.segments.len()),
+            first_blamed: vec![None; faults.len()],
+            faults,
+            bg,
+        }
+    }
+
+    /// Epoch `e`: the watched segments' meters synthesized, then what the controller does with
+    /// them, timed.
+    fn epoch(&mut self, e: u64, rng: &mut ChaCha8Rng) -> Result<ScaleEpoch> {
+        let (opts, prep) = (self.opts, self.prep);
+        let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
+        let loss = link_losses(&self.bg, &self.faults, e);
+        let watched = self.plan.watched_at(e);
         let synth = synth_watched(
             topo,
             segments,
@@ -191,7 +250,7 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
             &opts.synth,
             opts.capacity.meter,
             watched,
-            &mut rng,
+            rng,
         )
         .map_err(|source| Error::Meters {
             topology: opts.topology.clone(),
@@ -202,65 +261,55 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
         let t = Instant::now();
         let det = minus_meters_expecting(segments, codec, &synth.snapshots, &synth.expected);
         let minus_meters_ms = t.elapsed().as_secs_f64() * 1e3;
-        let obs = shown.observe(e, &det.segments, segments, 1);
+        let obs = self.shown.observe(e, &det.segments, segments, 1);
         let detect_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let verdict = if opts.blame_in_first_sweep || e + 1 >= plan.period() {
-            canary.localize(topo, obs)
+        let verdict = if opts.blame_in_first_sweep || e + 1 >= self.plan.period() {
+            self.canary.localize(topo, obs)
         } else {
             Default::default()
         };
         let localize_ms = t.elapsed().as_secs_f64() * 1e3;
 
         let blamed: Vec<LinkIx> = verdict.blamed.iter().map(|b| b.link).collect();
-        for (i, f) in faults.iter().enumerate() {
-            if first_blamed[i].is_none() && f.active(e) && blamed.contains(&f.link) {
-                first_blamed[i] = Some(e);
+        for (i, f) in self.faults.iter().enumerate() {
+            if self.first_blamed[i].is_none() && f.active(e) && blamed.contains(&f.link) {
+                self.first_blamed[i] = Some(e);
             }
         }
-        let epoch = ScaleEpoch {
+        Ok(ScaleEpoch {
             epoch: e,
             watched: watched.len(),
             flows_sent: synth.flows,
             flows_counted: det.flows(),
-            evidence: shown.ages(e),
-            score: Score::of(&blamed, &active_links(&faults, e), topo.links.len()),
+            evidence: self.shown.ages(e),
+            score: Score::of(&blamed, &active_links(&self.faults, e), topo.links.len()),
             blamed,
             minus_meters_ms,
             detect_ms,
             localize_ms,
             epoch_ms: detect_ms + localize_ms,
-        };
-        on_epoch(&epoch);
-        epochs.push(epoch);
+        })
     }
 
-    let faults = faults
-        .iter()
-        .zip(&first_blamed)
-        .map(|(f, first)| scale_fault(topo, f, *first))
-        .collect();
-    let after_first_period = pooled(
-        epochs
+    /// Each fault with when it was first blamed.
+    fn faults(&self) -> Vec<ScaleFault> {
+        self.faults
             .iter()
-            .filter(|e| e.epoch + 1 >= plan.period())
-            .map(|e| e.score),
-        topo.links.len(),
-    );
-    let accurate_from = epochs
+            .zip(&self.first_blamed)
+            .map(|(f, first)| scale_fault(&self.prep.topo, f, *first))
+            .collect()
+    }
+}
+
+/// The first epoch from which every epoch's F1 is at least [`PAPER_F1`].
+fn accurate_from(epochs: &[ScaleEpoch]) -> Option<u64> {
+    epochs
         .iter()
         .rposition(|e| e.score.f1 < PAPER_F1)
         .map_or(Some(0), |last_bad| {
             (last_bad + 1 < epochs.len()).then_some(last_bad as u64 + 1)
-        });
-    Ok(ScaleRun {
-        setup,
-        faults,
-        epochs,
-        after_first_period,
-        accurate_from,
-        peak_rss_mb: peak_rss_mb(),
-    })
+        })
 }
 
 fn scale_fault(topo: &canary_core::topo::Topology, f: &Fault, first: Option<u64>) -> ScaleFault {

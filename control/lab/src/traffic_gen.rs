@@ -18,15 +18,18 @@
 //! `--drain-ms`, and the statistics go to `--stats` as JSON (also rewritten once a second while
 //! running). Every random choice comes from `--seed`.
 
+mod receiver;
+
 use crate::{Error, Result};
 use rand::{Rng, SeedableRng};
 use rand_chacha::ChaCha8Rng;
+use receiver::Receiver;
 use serde::Serialize;
 use std::collections::BTreeMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr, UdpSocket};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 /// Marks our packets, so strays are not counted as received.
@@ -258,56 +261,7 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
         return Err(Error::arg("--payload", "at least 16 bytes"));
     }
     let mut src = FlowSource::new(a)?;
-
-    // [::] takes IPv4 too (as mapped addresses) where the host has IPv6; 0.0.0.0 otherwise.
-    let rx = UdpSocket::bind(SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), a.port))
-        .or_else(|_| UdpSocket::bind(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), a.port)))
-        .map_err(|source| Error::Socket {
-            what: format!("bind UDP port {}", a.port),
-            source,
-        })?;
-    rx.set_read_timeout(Some(Duration::from_millis(100)))
-        .map_err(|source| Error::Socket {
-            what: format!("set a read timeout on UDP port {}", a.port),
-            source,
-        })?;
-    let received = Arc::new(AtomicU64::new(0));
-    let received_bytes = Arc::new(AtomicU64::new(0));
-    let received_from = Arc::new(Mutex::new(BTreeMap::new()));
-    let received_v6 = Arc::new(AtomicU64::new(0));
-    let rx_stop = Arc::new(AtomicBool::new(false));
-    let receiver = {
-        let (n, b, from, halt, v6) = (
-            received.clone(),
-            received_bytes.clone(),
-            received_from.clone(),
-            rx_stop.clone(),
-            received_v6.clone(),
-        );
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 2048];
-            while !halt.load(Ordering::Relaxed) {
-                if let Ok((len, peer)) = rx.recv_from(&mut buf) {
-                    if len >= MAGIC.len() && &buf[..MAGIC.len()] == MAGIC {
-                        n.fetch_add(1, Ordering::Relaxed);
-                        b.fetch_add(len as u64, Ordering::Relaxed);
-                        let p = peer.ip().to_canonical();
-                        if p.is_ipv6() {
-                            v6.fetch_add(1, Ordering::Relaxed);
-                        }
-                        *from.lock().expect("not poisoned").entry(p).or_insert(0) += 1;
-                    }
-                }
-            }
-        })
-    };
-    let snapshot = |stats: &mut TrafficStats| {
-        stats.received = received.load(Ordering::Relaxed);
-        stats.received_bytes = received_bytes.load(Ordering::Relaxed);
-        stats.received_from = received_from.lock().expect("not poisoned").clone();
-        stats.received_v6 = received_v6.load(Ordering::Relaxed);
-    };
-
+    let receiver = Receiver::start(a.port)?;
     let mut stats = TrafficStats {
         me: a.me[0].to_string(),
         addrs: a.me.iter().map(|x| x.to_string()).collect(),
@@ -315,68 +269,16 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
         running: true,
         ..Default::default()
     };
-    let mut flows = Vec::with_capacity(a.flows);
-    for _ in 0..a.flows {
-        flows.push(open_flow(&mut src, a.port)?);
-        stats.flows_started += 1;
-    }
-    let mut payload = vec![0u8; a.payload];
-    payload[..MAGIC.len()].copy_from_slice(MAGIC);
-    let interval = Duration::from_secs_f64(1.0 / a.rate);
+    let mut sender = Sender::open(a, &mut src, &mut stats)?;
     if let Some(f) = &a.start_file {
         while !f.exists() && !stop.load(Ordering::Relaxed) {
             std::thread::sleep(Duration::from_millis(10));
         }
     }
     std::thread::sleep(Duration::from_millis(a.start_delay_ms));
-    let start = Instant::now();
-    // A random phase, so hosts started together do not send in lockstep.
-    let mut next = start + interval.mul_f64(src.unit());
-    let mut last_stats = start;
-    let deadline = (a.duration > 0.0).then(|| start + Duration::from_secs_f64(a.duration));
-    while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
-        let now = Instant::now();
-        if next > now {
-            std::thread::sleep(next - now);
-        } else if now - next > Duration::from_millis(50) {
-            stats.late += 1;
-            // Fell behind by more than 50 ms: drop the backlog rather than burst it.
-            if now - next > Duration::from_millis(500) {
-                next = now;
-            }
-        }
-        next += interval;
-        let i = src.pick(flows.len());
-        let seq = stats.sent;
-        payload[8..16].copy_from_slice(&seq.to_be_bytes());
-        match flows[i].sock.send(&payload) {
-            Ok(_) => {
-                stats.sent += 1;
-                stats.sent_v6 += u64::from(flows[i].dest.is_ipv6());
-                *stats.sent_to.entry(flows[i].dest).or_insert(0) += 1;
-            }
-            Err(_) => stats.send_errors += 1,
-        }
-        flows[i].remaining -= 1;
-        if flows[i].remaining == 0 {
-            stats.flows_finished += 1;
-            flows[i] = open_flow(&mut src, a.port)?;
-            stats.flows_started += 1;
-        }
-        if last_stats.elapsed() >= Duration::from_secs(1) {
-            last_stats = Instant::now();
-            snapshot(&mut stats);
-            stats.elapsed_s = start.elapsed().as_secs_f64();
-            if let Some(p) = &a.stats {
-                write_stats(p, &stats)?;
-            }
-        }
-    }
-    let sent_for = start.elapsed().as_secs_f64();
+    let sent_for = sender.send_paced(a, stop, &mut src, &receiver, &mut stats)?;
     std::thread::sleep(Duration::from_millis(a.drain_ms));
-    rx_stop.store(true, Ordering::Relaxed);
-    let _ = receiver.join();
-    snapshot(&mut stats);
+    receiver.stop(&mut stats);
     stats.elapsed_s = sent_for;
     stats.running = false;
     if let Some(p) = &a.stats {
@@ -394,6 +296,96 @@ pub fn run(a: &TrafficArgs, stop: &AtomicBool) -> Result<TrafficStats> {
         stats.flows_started
     );
     Ok(stats)
+}
+
+/// The sending half: the open flows and the packet they send.
+struct Sender {
+    flows: Vec<Flow>,
+    /// [`MAGIC`], then the packet's sequence number, then zeros.
+    payload: Vec<u8>,
+    port: u16,
+}
+
+impl Sender {
+    /// Opens `--flows` flows.
+    fn open(a: &TrafficArgs, src: &mut FlowSource, stats: &mut TrafficStats) -> Result<Self> {
+        let mut flows = Vec::with_capacity(a.flows);
+        for _ in 0..a.flows {
+            flows.push(open_flow(src, a.port)?);
+            stats.flows_started += 1;
+        }
+        let mut payload = vec![0u8; a.payload];
+        payload[..MAGIC.len()].copy_from_slice(MAGIC);
+        Ok(Sender {
+            flows,
+            payload,
+            port: a.port,
+        })
+    }
+
+    /// Sends `--rate` packets a second until `stop` (or `--duration`), writing the statistics
+    /// once a second; returns how long it sent, in seconds.
+    fn send_paced(
+        &mut self,
+        a: &TrafficArgs,
+        stop: &AtomicBool,
+        src: &mut FlowSource,
+        receiver: &Receiver,
+        stats: &mut TrafficStats,
+    ) -> Result<f64> {
+        let interval = Duration::from_secs_f64(1.0 / a.rate);
+        let start = Instant::now();
+        // A random phase, so hosts started together do not send in lockstep.
+        let mut next = start + interval.mul_f64(src.unit());
+        let mut last_stats = start;
+        let deadline = (a.duration > 0.0).then(|| start + Duration::from_secs_f64(a.duration));
+        while !stop.load(Ordering::Relaxed) && deadline.is_none_or(|d| Instant::now() < d) {
+            let now = Instant::now();
+            if next > now {
+                std::thread::sleep(next - now);
+            } else if now - next > Duration::from_millis(50) {
+                stats.late += 1;
+                // Fell behind by more than 50 ms: drop the backlog rather than burst it.
+                if now - next > Duration::from_millis(500) {
+                    next = now;
+                }
+            }
+            next += interval;
+            self.send_one(src, stats)?;
+            if last_stats.elapsed() >= Duration::from_secs(1) {
+                last_stats = Instant::now();
+                receiver.snapshot(stats);
+                stats.elapsed_s = start.elapsed().as_secs_f64();
+                if let Some(p) = &a.stats {
+                    write_stats(p, stats)?;
+                }
+            }
+        }
+        Ok(start.elapsed().as_secs_f64())
+    }
+
+    /// Sends one packet on a random open flow; a flow that has sent its last is replaced.
+    fn send_one(&mut self, src: &mut FlowSource, stats: &mut TrafficStats) -> Result<()> {
+        let i = src.pick(self.flows.len());
+        let seq = stats.sent;
+        self.payload[8..16].copy_from_slice(&seq.to_be_bytes());
+        let flow = &mut self.flows[i];
+        match flow.sock.send(&self.payload) {
+            Ok(_) => {
+                stats.sent += 1;
+                stats.sent_v6 += u64::from(flow.dest.is_ipv6());
+                *stats.sent_to.entry(flow.dest).or_insert(0) += 1;
+            }
+            Err(_) => stats.send_errors += 1,
+        }
+        flow.remaining -= 1;
+        if flow.remaining == 0 {
+            stats.flows_finished += 1;
+            *flow = open_flow(src, self.port)?;
+            stats.flows_started += 1;
+        }
+        Ok(())
+    }
 }
 
 #[cfg(test)]

@@ -21,7 +21,7 @@ use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::fault::{hits_flow, LinkLoss};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::sketch::{Dsm, FlowHashes, MeterConfig, SketchConfigError, Usm};
-use canary_core::topo::{SegmentId, Segments, SwitchIx, Topology};
+use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
 use canary_core::FlowId;
 use rand::Rng;
 use rand_distr::{Binomial, Distribution};
@@ -133,97 +133,187 @@ pub fn synth_watched(
         "one loss rate per directed link"
     );
     meters.validate()?;
-    let monitors: Vec<SwitchIx> = topo.monitors().collect();
-    let mut slot = vec![usize::MAX; topo.switches.len()];
-    for (i, &m) in monitors.iter().enumerate() {
-        slot[m as usize] = i;
-    }
-    let mut usm: Vec<Usm> = Vec::with_capacity(monitors.len());
-    let mut dsm: Vec<Dsm> = Vec::with_capacity(monitors.len());
-    for _ in &monitors {
-        usm.push(Usm::new(meters)?);
-        dsm.push(Dsm::new(meters)?);
-    }
-    let per_flow = (cfg.packets_per_segment / u64::from(cfg.flows_per_segment.max(1))).max(1);
-    let n_hosts = topo.hosts.len();
-    let (mut flows, mut sent, mut delivered) = (0u64, 0u64, 0u64);
-    let mut up_flows = vec![0usize; monitors.len()];
-    let mut down_flows = vec![0usize; monitors.len()];
-    let p: Vec<f64> = loss.iter().map(|l| l.p).collect();
-    let mut expected = Vec::new();
+    let mut state = MonitorMeters::new(topo, meters)?;
+    let synth = SegmentSynth {
+        topo,
+        segments,
+        codec,
+        loss,
+        p: loss.iter().map(|l| l.p).collect(),
+        flows_per_segment: cfg.flows_per_segment,
+        per_flow: (cfg.packets_per_segment / u64::from(cfg.flows_per_segment.max(1))).max(1),
+    };
+    let mut counts = Counts::default();
     for &i in watched {
+        synth.segment(i, &mut state, &mut counts, rng);
+    }
+    let busiest_meter_flows = state.busiest();
+    Ok(SynthEpoch {
+        snapshots: state.snapshots(),
+        meters,
+        busiest_meter_flows,
+        flows: counts.flows,
+        sent: counts.sent,
+        delivered: counts.delivered,
+        expected: counts.expected,
+    })
+}
+
+/// A USM and a DSM per monitor, and how many flows each has been given.
+struct MonitorMeters {
+    monitors: Vec<SwitchIx>,
+    /// By switch: its index among `monitors` (`usize::MAX` if not a monitor).
+    slot: Vec<usize>,
+    usm: Vec<Usm>,
+    dsm: Vec<Dsm>,
+    up_flows: Vec<usize>,
+    down_flows: Vec<usize>,
+}
+
+impl MonitorMeters {
+    fn new(topo: &Topology, meters: MeterConfig) -> Result<Self, SketchConfigError> {
+        let monitors: Vec<SwitchIx> = topo.monitors().collect();
+        let mut slot = vec![usize::MAX; topo.switches.len()];
+        for (i, &m) in monitors.iter().enumerate() {
+            slot[m as usize] = i;
+        }
+        let mut usm: Vec<Usm> = Vec::with_capacity(monitors.len());
+        let mut dsm: Vec<Dsm> = Vec::with_capacity(monitors.len());
+        for _ in &monitors {
+            usm.push(Usm::new(meters)?);
+            dsm.push(Dsm::new(meters)?);
+        }
+        Ok(Self {
+            up_flows: vec![0; monitors.len()],
+            down_flows: vec![0; monitors.len()],
+            monitors,
+            slot,
+            usm,
+            dsm,
+        })
+    }
+
+    /// Flows given to the busiest meter.
+    fn busiest(&self) -> usize {
+        self.up_flows
+            .iter()
+            .chain(&self.down_flows)
+            .copied()
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// One snapshot per monitor, in switch order.
+    fn snapshots(self) -> Vec<MeterSnapshot> {
+        self.monitors
+            .iter()
+            .zip(self.usm.into_iter().zip(self.dsm))
+            .map(|(&switch, (usm, dsm))| MeterSnapshot {
+                switch,
+                epoch: 0,
+                parity: Parity::Even,
+                usm,
+                dsm,
+            })
+            .collect()
+    }
+}
+
+/// What the synthesized flows add up to.
+#[derive(Default)]
+struct Counts {
+    flows: u64,
+    sent: u64,
+    delivered: u64,
+    expected: Vec<Expected>,
+}
+
+/// Synthesizes the flows of one segment at a time.
+struct SegmentSynth<'a> {
+    topo: &'a Topology,
+    segments: &'a Segments,
+    codec: &'a PathBfCodec,
+    loss: &'a [LinkLoss],
+    /// Each link's loss probability.
+    p: Vec<f64>,
+    flows_per_segment: u32,
+    /// Packets each flow sends.
+    per_flow: u64,
+}
+
+impl SegmentSynth<'_> {
+    /// β random flows on segment `i`, counted by its upstream USM and downstream DSM.
+    fn segment(
+        &self,
+        i: SegmentId,
+        state: &mut MonitorMeters,
+        counts: &mut Counts,
+        rng: &mut impl Rng,
+    ) {
         let i = i as usize;
-        let seg = &segments.list[i];
+        let seg = &self.segments.list[i];
         // A fault on a share of flows drops only those flows' packets.
-        let by_flow = seg.links.iter().any(|&l| loss[l as usize].flows < 1.0);
-        let survive = seg.delivery(&p);
-        let draw = Binomial::new(per_flow, survive.clamp(0.0, 1.0)).expect("p in [0, 1]");
+        let by_flow = seg.links.iter().any(|&l| self.loss[l as usize].flows < 1.0);
+        let survive = seg.delivery(&self.p);
+        let draw = Binomial::new(self.per_flow, survive.clamp(0.0, 1.0)).expect("p in [0, 1]");
         let (u, d) = (
-            slot[seg.upstream() as usize],
-            slot[seg.downstream() as usize],
+            state.slot[seg.upstream() as usize],
+            state.slot[seg.downstream() as usize],
         );
-        let bf = codec.segment_bf[i];
-        up_flows[u] += cfg.flows_per_segment as usize;
-        down_flows[d] += cfg.flows_per_segment as usize;
-        for _ in 0..cfg.flows_per_segment {
-            let flow = FlowId::v4(
-                topo.hosts[rng.random_range(0..n_hosts)].addr,
-                topo.hosts[rng.random_range(0..n_hosts)].addr,
-                6,
-                rng.random_range(1024..=u16::MAX),
-                rng.random_range(1024..=u16::MAX),
-            );
+        let bf = self.codec.segment_bf[i];
+        state.up_flows[u] += self.flows_per_segment as usize;
+        state.down_flows[d] += self.flows_per_segment as usize;
+        for _ in 0..self.flows_per_segment {
+            let flow = self.random_flow(rng);
             let h = FlowHashes::of(&flow);
             let got = if by_flow {
-                let survive: f64 = seg
-                    .links
-                    .iter()
-                    .map(|&l| {
-                        let ll = loss[l as usize];
-                        if hits_flow(h.c32, l, ll.flows) {
-                            1.0 - ll.p
-                        } else {
-                            1.0
-                        }
-                    })
-                    .product();
-                Binomial::new(per_flow, survive.clamp(0.0, 1.0))
+                let survive = self.flow_survival(&seg.links, h.c32);
+                Binomial::new(self.per_flow, survive.clamp(0.0, 1.0))
                     .expect("p in [0, 1]")
                     .sample(rng)
             } else {
                 draw.sample(rng)
             };
-            expected.push(Expected {
+            counts.expected.push(Expected {
                 flow,
                 segment: i as SegmentId,
             });
-            usm[u].update_n(&flow, h, per_flow as u32);
-            dsm[d].update_n(&flow, h, bf, got as u32);
-            flows += 1;
-            sent += per_flow;
-            delivered += got;
+            state.usm[u].update_n(&flow, h, self.per_flow as u32);
+            state.dsm[d].update_n(&flow, h, bf, got as u32);
+            counts.flows += 1;
+            counts.sent += self.per_flow;
+            counts.delivered += got;
         }
     }
-    let snapshots = monitors
-        .iter()
-        .zip(usm.into_iter().zip(dsm))
-        .map(|(&switch, (usm, dsm))| MeterSnapshot {
-            switch,
-            epoch: 0,
-            parity: Parity::Even,
-            usm,
-            dsm,
-        })
-        .collect();
-    Ok(SynthEpoch {
-        snapshots,
-        meters,
-        busiest_meter_flows: up_flows.into_iter().chain(down_flows).max().unwrap_or(0),
-        flows,
-        sent,
-        delivered,
-        expected,
-    })
+
+    /// A TCP flow between two random hosts, from and to random unprivileged ports.
+    fn random_flow(&self, rng: &mut impl Rng) -> FlowId {
+        let hosts = &self.topo.hosts;
+        let n_hosts = hosts.len();
+        FlowId::v4(
+            hosts[rng.random_range(0..n_hosts)].addr,
+            hosts[rng.random_range(0..n_hosts)].addr,
+            6,
+            rng.random_range(1024..=u16::MAX),
+            rng.random_range(1024..=u16::MAX),
+        )
+    }
+
+    /// The share of a flow's packets (hash `c32`) that survive `links`: only the links whose
+    /// fault [`hits_flow`] this flow drop its packets.
+    fn flow_survival(&self, links: &[LinkIx], c32: u32) -> f64 {
+        links
+            .iter()
+            .map(|&l| {
+                let ll = self.loss[l as usize];
+                if hits_flow(c32, l, ll.flows) {
+                    1.0 - ll.p
+                } else {
+                    1.0
+                }
+            })
+            .product()
+    }
 }
 
 #[cfg(test)]

@@ -152,35 +152,13 @@ impl FlockTrace {
     pub fn parse(text: &str) -> Result<Self, TraceError> {
         let mut trace = Self::default();
         for (i, raw) in text.lines().enumerate() {
-            let line = i + 1;
             let mut it = raw.split_whitespace();
             let Some(op) = it.next() else { continue };
-            let fields: Vec<&str> = it.collect();
-            let bad = |op: &'static str, expected: &'static str| TraceError::BadFields {
-                line,
-                op,
-                expected,
+            let rec = Record {
+                line: i + 1,
+                fields: it.collect(),
             };
-            let ints = |op: &'static str, expected: &'static str| {
-                fields
-                    .iter()
-                    .map(|f| f.parse::<u32>())
-                    .collect::<Result<Vec<u32>, _>>()
-                    .map_err(|_| bad(op, expected))
-            };
-            let path = |op: &'static str| {
-                let p = ints(op, "switch IDs")?;
-                if p.is_empty() {
-                    return Err(bad(op, "at least one switch ID"));
-                }
-                if p.len() - 1 > MAX_PATH_LINKS {
-                    return Err(TraceError::PathTooLong {
-                        line,
-                        links: p.len() - 1,
-                    });
-                }
-                Ok(p)
-            };
+            let line = rec.line;
             match op {
                 "Failing_link" => {
                     if !trace.candidate_paths.is_empty() || !trace.flows.is_empty() {
@@ -191,15 +169,7 @@ impl FlockTrace {
                             before,
                         });
                     }
-                    let expected = "`u v rate`";
-                    let [u, v, r] = fields[..] else {
-                        return Err(bad("Failing_link", expected));
-                    };
-                    let (from, to, rate) = (u.parse(), v.parse(), r.parse());
-                    let (Ok(from), Ok(to), Ok(rate)) = (from, to, rate) else {
-                        return Err(bad("Failing_link", expected));
-                    };
-                    trace.failing.push(FailingLink { from, to, rate });
+                    trace.failing.push(rec.failing_link()?);
                 }
                 "FP" => {
                     if !trace.flows.is_empty() {
@@ -210,64 +180,10 @@ impl FlockTrace {
                             before,
                         });
                     }
-                    trace.candidate_paths.push(path("FP")?);
+                    trace.candidate_paths.push(rec.path("FP")?);
                 }
-                "FID" => {
-                    let expected = "`src dst src_tor dst_tor nbytes start_ms`";
-                    let [a, b, c, d, n, t] = fields[..] else {
-                        return Err(bad("FID", expected));
-                    };
-                    let ids: Result<Vec<u32>, _> = [a, b, c, d].iter().map(|s| s.parse()).collect();
-                    let (Ok(ids), Ok(nbytes), Ok(start_ms)) = (ids, n.parse(), t.parse()) else {
-                        return Err(bad("FID", expected));
-                    };
-                    trace.flows.push(TraceFlow {
-                        src: ids[0],
-                        dst: ids[1],
-                        src_tor: ids[2],
-                        dst_tor: ids[3],
-                        nbytes,
-                        start_ms,
-                        path: None,
-                        reverse_path: None,
-                        snapshots: Vec::new(),
-                    });
-                }
-                "FPT" | "FPRT" | "SS" => {
-                    let op: &'static str = match op {
-                        "FPT" => "FPT",
-                        "FPRT" => "FPRT",
-                        _ => "SS",
-                    };
-                    let parsed = if op == "SS" { None } else { Some(path(op)?) };
-                    let flow = trace
-                        .flows
-                        .last_mut()
-                        .ok_or(TraceError::NoFlow { line, op })?;
-                    match (op, parsed) {
-                        ("FPT", Some(p)) if flow.path.is_none() => flow.path = Some(p),
-                        ("FPRT", Some(p)) if flow.reverse_path.is_none() => {
-                            flow.reverse_path = Some(p)
-                        }
-                        ("SS", _) => {
-                            let expected = "`time_ms sent lost randomly_lost`";
-                            let [t, s, l, r] = fields[..] else {
-                                return Err(bad("SS", expected));
-                            };
-                            let v = (t.parse(), s.parse(), l.parse(), r.parse());
-                            let (Ok(time_ms), Ok(sent), Ok(lost), Ok(randomly_lost)) = v else {
-                                return Err(bad("SS", expected));
-                            };
-                            flow.snapshots.push(Snapshot {
-                                time_ms,
-                                sent,
-                                lost,
-                                randomly_lost,
-                            });
-                        }
-                        _ => return Err(TraceError::Duplicate { line, op }),
-                    }
-                }
+                "FID" => trace.flows.push(rec.flow()?),
+                "FPT" | "FPRT" | "SS" => rec.add_to_flow(op, &mut trace.flows)?,
                 other => {
                     return Err(TraceError::UnknownRecord {
                         line,
@@ -277,5 +193,120 @@ impl FlockTrace {
             }
         }
         Ok(trace)
+    }
+}
+
+/// One non-blank line of a trace: its 1-based number and the fields after the record name.
+struct Record<'a> {
+    line: usize,
+    fields: Vec<&'a str>,
+}
+
+impl Record<'_> {
+    fn bad(&self, op: &'static str, expected: &'static str) -> TraceError {
+        TraceError::BadFields {
+            line: self.line,
+            op,
+            expected,
+        }
+    }
+
+    /// The fields as a path line `op s1 … sn`: at least one switch ID, at most
+    /// [`MAX_PATH_LINKS`] links.
+    fn path(&self, op: &'static str) -> Result<Vec<u32>, TraceError> {
+        let p = self
+            .fields
+            .iter()
+            .map(|f| f.parse::<u32>())
+            .collect::<Result<Vec<u32>, _>>()
+            .map_err(|_| self.bad(op, "switch IDs"))?;
+        if p.is_empty() {
+            return Err(self.bad(op, "at least one switch ID"));
+        }
+        if p.len() - 1 > MAX_PATH_LINKS {
+            return Err(TraceError::PathTooLong {
+                line: self.line,
+                links: p.len() - 1,
+            });
+        }
+        Ok(p)
+    }
+
+    /// `Failing_link u v rate`.
+    fn failing_link(&self) -> Result<FailingLink, TraceError> {
+        let expected = "`u v rate`";
+        let [u, v, r] = self.fields[..] else {
+            return Err(self.bad("Failing_link", expected));
+        };
+        let (from, to, rate) = (u.parse(), v.parse(), r.parse());
+        let (Ok(from), Ok(to), Ok(rate)) = (from, to, rate) else {
+            return Err(self.bad("Failing_link", expected));
+        };
+        Ok(FailingLink { from, to, rate })
+    }
+
+    /// `FID src dst src_tor dst_tor nbytes start_ms`: a flow without paths or snapshots yet.
+    fn flow(&self) -> Result<TraceFlow, TraceError> {
+        let expected = "`src dst src_tor dst_tor nbytes start_ms`";
+        let [a, b, c, d, n, t] = self.fields[..] else {
+            return Err(self.bad("FID", expected));
+        };
+        let ids: Result<Vec<u32>, _> = [a, b, c, d].iter().map(|s| s.parse()).collect();
+        let (Ok(ids), Ok(nbytes), Ok(start_ms)) = (ids, n.parse(), t.parse()) else {
+            return Err(self.bad("FID", expected));
+        };
+        Ok(TraceFlow {
+            src: ids[0],
+            dst: ids[1],
+            src_tor: ids[2],
+            dst_tor: ids[3],
+            nbytes,
+            start_ms,
+            path: None,
+            reverse_path: None,
+            snapshots: Vec::new(),
+        })
+    }
+
+    /// `SS time_ms sent lost randomly_lost`.
+    fn snapshot(&self) -> Result<Snapshot, TraceError> {
+        let expected = "`time_ms sent lost randomly_lost`";
+        let [t, s, l, r] = self.fields[..] else {
+            return Err(self.bad("SS", expected));
+        };
+        let v = (t.parse(), s.parse(), l.parse(), r.parse());
+        let (Ok(time_ms), Ok(sent), Ok(lost), Ok(randomly_lost)) = v else {
+            return Err(self.bad("SS", expected));
+        };
+        Ok(Snapshot {
+            time_ms,
+            sent,
+            lost,
+            randomly_lost,
+        })
+    }
+
+    /// An `FPT`, `FPRT` or `SS` record, which belongs to the latest flow. A path is checked
+    /// before there must be a flow, so a bad path is reported as such even outside one.
+    fn add_to_flow(&self, op: &str, flows: &mut [TraceFlow]) -> Result<(), TraceError> {
+        let op: &'static str = match op {
+            "FPT" => "FPT",
+            "FPRT" => "FPRT",
+            _ => "SS",
+        };
+        let parsed = if op == "SS" {
+            None
+        } else {
+            Some(self.path(op)?)
+        };
+        let line = self.line;
+        let flow = flows.last_mut().ok_or(TraceError::NoFlow { line, op })?;
+        match (op, parsed) {
+            ("FPT", Some(p)) if flow.path.is_none() => flow.path = Some(p),
+            ("FPRT", Some(p)) if flow.reverse_path.is_none() => flow.reverse_path = Some(p),
+            ("SS", _) => flow.snapshots.push(self.snapshot()?),
+            _ => return Err(TraceError::Duplicate { line, op }),
+        }
+        Ok(())
     }
 }

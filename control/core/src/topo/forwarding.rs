@@ -71,99 +71,21 @@ impl ForwardingState {
             .collect::<BTreeSet<_>>()
             .into_iter()
             .collect();
-        let mut ids: BTreeMap<Vec<u32>, u16> = BTreeMap::new();
-        let mut groups = Vec::new();
-        let mut group_of = |members: Vec<u32>| -> (u16, u16) {
-            let size = members.len() as u16;
-            let next = ids.len() as u16 + 1;
-            let g = *ids.entry(members.clone()).or_insert_with(|| {
-                groups.push((next, members));
-                next
-            });
-            (g, size)
-        };
+        let mut groups = EcmpGroups::default();
         let mut routes = Vec::new();
         let bottoms =
             (0..topo.switches.len() as SwitchIx).filter(|&b| !topo.hosts_of(b).is_empty());
         for b in bottoms {
-            let prefixes = rack_prefixes(topo, b);
-            let routed_v4 = prefixes.iter().any(Prefix::is_v4);
-            let routed_v6 = prefixes.iter().any(|p| !p.is_v4());
             if b == s {
-                // Own hosts: one route per host and family to its port.
-                for &h in topo.hosts_of(b) {
-                    let host = &topo.hosts[h as usize];
-                    let (g, size) = group_of(vec![ports.host_ports[&h]]);
-                    for a in [Addr::v4(host.addr), Addr::v6(host.addr6)] {
-                        routes.push(Route {
-                            prefix: Prefix::host(a),
-                            group: g,
-                            size,
-                        });
-                    }
-                }
-                continue;
-            }
-            let mut members: Vec<u32> = routing
-                .next_hops(topo, s, b)
-                .map(|n| ports.switch_ports[&n])
-                .collect();
-            members.sort_unstable();
-            let (g, size) = group_of(members);
-            for p in &prefixes {
-                routes.push(Route {
-                    prefix: *p,
-                    group: g,
-                    size,
-                });
-            }
-            for &h in topo.hosts_of(b) {
-                let host = &topo.hosts[h as usize];
-                let mut by_host = Vec::new();
-                if !routed_v4 {
-                    by_host.push(Addr::v4(host.addr));
-                }
-                if !routed_v6 {
-                    by_host.push(Addr::v6(host.addr6));
-                }
-                for a in by_host {
-                    routes.push(Route {
-                        prefix: Prefix::host(a),
-                        group: g,
-                        size,
-                    });
-                }
+                own_host_routes(topo, s, ports, &mut groups, &mut routes);
+            } else {
+                rack_routes(topo, routing, s, b, ports, &mut groups, &mut routes);
             }
         }
-        let mut floods = Vec::new();
-        let tree_ports: BTreeSet<u32> = tree
-            .neighbors(s)
-            .iter()
-            .map(|n| ports.switch_ports[n])
-            .collect();
-        for (i, in_port) in ports.all().into_iter().enumerate() {
-            let mut replicas: Vec<Replica> = tree_ports
-                .iter()
-                .map(|&port| Replica {
-                    port,
-                    to_host: false,
-                })
-                .chain(host_ports.iter().map(|&port| Replica {
-                    port,
-                    to_host: true,
-                }))
-                .filter(|r| r.port != in_port)
-                .collect();
-            replicas.sort_unstable();
-            floods.push(Flood {
-                in_port,
-                group: i as u16 + 1,
-                replicas,
-            });
-        }
+        let floods = floods(tree, s, ports, &host_ports);
         ForwardingState {
             host_ports,
-            groups,
+            groups: groups.groups,
             routes,
             floods,
         }
@@ -186,6 +108,126 @@ impl ForwardingState {
     pub fn routes_v6(&self) -> impl Iterator<Item = &Route> {
         self.routes.iter().filter(|r| !r.prefix.is_v4())
     }
+}
+
+/// The ECMP groups of one switch as routes ask for them: one group per distinct member list,
+/// ids from 1 in order of first use.
+#[derive(Default)]
+struct EcmpGroups {
+    ids: BTreeMap<Vec<u32>, u16>,
+    groups: Vec<(u16, Vec<u32>)>,
+}
+
+impl EcmpGroups {
+    /// The id and size of the group of `members`, made if new.
+    fn of(&mut self, members: Vec<u32>) -> (u16, u16) {
+        let size = members.len() as u16;
+        let next = self.ids.len() as u16 + 1;
+        let groups = &mut self.groups;
+        let g = *self.ids.entry(members.clone()).or_insert_with(|| {
+            groups.push((next, members));
+            next
+        });
+        (g, size)
+    }
+}
+
+/// Routes of switch `s` to its own hosts: one route per host and family to its port.
+fn own_host_routes(
+    topo: &Topology,
+    s: SwitchIx,
+    ports: &SwitchPorts,
+    groups: &mut EcmpGroups,
+    routes: &mut Vec<Route>,
+) {
+    for &h in topo.hosts_of(s) {
+        let host = &topo.hosts[h as usize];
+        let (g, size) = groups.of(vec![ports.host_ports[&h]]);
+        for a in [Addr::v4(host.addr), Addr::v6(host.addr6)] {
+            routes.push(Route {
+                prefix: Prefix::host(a),
+                group: g,
+                size,
+            });
+        }
+    }
+}
+
+/// Routes of switch `s` to the rack under switch `b`: its prefixes toward the next hops, and host
+/// routes for a family the rack has no prefix of.
+fn rack_routes(
+    topo: &Topology,
+    routing: &Routing,
+    s: SwitchIx,
+    b: SwitchIx,
+    ports: &SwitchPorts,
+    groups: &mut EcmpGroups,
+    routes: &mut Vec<Route>,
+) {
+    let prefixes = rack_prefixes(topo, b);
+    let routed_v4 = prefixes.iter().any(Prefix::is_v4);
+    let routed_v6 = prefixes.iter().any(|p| !p.is_v4());
+    let mut members: Vec<u32> = routing
+        .next_hops(topo, s, b)
+        .map(|n| ports.switch_ports[&n])
+        .collect();
+    members.sort_unstable();
+    let (g, size) = groups.of(members);
+    for p in &prefixes {
+        routes.push(Route {
+            prefix: *p,
+            group: g,
+            size,
+        });
+    }
+    for &h in topo.hosts_of(b) {
+        let host = &topo.hosts[h as usize];
+        let mut by_host = Vec::new();
+        if !routed_v4 {
+            by_host.push(Addr::v4(host.addr));
+        }
+        if !routed_v6 {
+            by_host.push(Addr::v6(host.addr6));
+        }
+        for a in by_host {
+            routes.push(Route {
+                prefix: Prefix::host(a),
+                group: g,
+                size,
+            });
+        }
+    }
+}
+
+/// One flood group per port of switch `s`: every tree port and host port but the ingress one.
+fn floods(tree: &FloodTree, s: SwitchIx, ports: &SwitchPorts, host_ports: &[u32]) -> Vec<Flood> {
+    let tree_ports: BTreeSet<u32> = tree
+        .neighbors(s)
+        .iter()
+        .map(|n| ports.switch_ports[n])
+        .collect();
+    let mut floods = Vec::new();
+    for (i, in_port) in ports.all().into_iter().enumerate() {
+        let mut replicas: Vec<Replica> = tree_ports
+            .iter()
+            .map(|&port| Replica {
+                port,
+                to_host: false,
+            })
+            .chain(host_ports.iter().map(|&port| Replica {
+                port,
+                to_host: true,
+            }))
+            .filter(|r| r.port != in_port)
+            .collect();
+        replicas.sort_unstable();
+        floods.push(Flood {
+            in_port,
+            group: i as u16 + 1,
+            replicas,
+        });
+    }
+    floods
 }
 
 /// A spanning tree of the switches, along which flooded frames travel: breadth first from the

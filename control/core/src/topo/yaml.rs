@@ -114,14 +114,7 @@ pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
 }
 
 fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
-    let invalid = |field: String| {
-        let file = file.to_string();
-        move |source| TopologyFileError::Invalid {
-            file,
-            field,
-            source,
-        }
-    };
+    let errs = FileErrors { file };
     let placement = match &f.monitors {
         None => MonitorPlacement::TopAndBottom,
         Some(m) => m.parse().map_err(|msg| TopologyFileError::Monitors {
@@ -129,82 +122,29 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             msg,
         })?,
     };
-    let host_err = |field: String, msg: String| TopologyFileError::Host {
-        file: file.to_string(),
-        field,
-        msg,
-    };
     let mut switches = Vec::with_capacity(f.switches.len());
     let mut hosts = Vec::new();
     // Where each host is in the file, for errors naming both entries of a duplicate.
     let mut host_fields = Vec::new();
+    // Layer-0 switches so far: the next one's hosts take addresses 10.a.b.* from this count.
     let mut bottom_seen = 0u32;
     for (i, s) in f.switches.iter().enumerate() {
-        let ix = i as SwitchIx;
-        let names: Vec<(String, Option<u32>, Option<u128>)> = match &s.hosts {
-            Hosts::None => vec![],
-            // Counted hosts all take planned addresses: check before making any.
-            Hosts::Count(n) if *n as usize > MAX_PLANNED_HOSTS => {
-                return Err(host_err(
-                    format!("switches[{i}].hosts"),
-                    format!(
-                        "switch `{}` has {n} hosts, but its addresses 10.x.y.2 to 10.x.y.254 \
-                         hold {MAX_PLANNED_HOSTS}; list the hosts with `addr` to place more",
-                        s.name
-                    ),
-                ));
-            }
-            Hosts::Count(n) => (0..*n)
-                .map(|x| (format!("{}_h{x}", s.name), None, None))
-                .collect(),
-            Hosts::Named(v) => v
-                .iter()
-                .map(|h| match h {
-                    HostEntry::Name(n) => (n.clone(), None, None),
-                    HostEntry::WithAddr { name, addr, addr6 } => {
-                        (name.clone(), Some(u32::from(*addr)), addr6.map(u128::from))
-                    }
-                })
-                .collect(),
-        };
-        if !names.is_empty() && s.layer != 0 {
-            return Err(invalid(format!("switches[{i}].hosts"))(
+        let listed = listed_hosts(&errs, i, s)?;
+        if !listed.is_empty() && s.layer != 0 {
+            return Err(errs.invalid(
+                format!("switches[{i}].hosts"),
                 TopologyError::HostsAboveBottom(s.name.clone()),
             ));
         }
         if s.layer == 0 {
-            let [hi, lo, a, b] = bottom_seen.to_be_bytes();
-            for (x, (name, addr, addr6)) in names.into_iter().enumerate() {
+            for (x, listed) in listed.into_iter().enumerate() {
                 let field = format!("switches[{i}].hosts[{x}]");
-                let addr = match addr {
-                    Some(a) => a,
-                    None if x >= MAX_PLANNED_HOSTS => {
-                        return Err(host_err(
-                            field,
-                            format!(
-                                "host `{name}` of switch `{}` needs an address, but the plan \
-                                 10.x.y.2 to 10.x.y.254 holds {MAX_PLANNED_HOSTS} per switch: \
-                                 give it `addr`",
-                                s.name
-                            ),
-                        ));
-                    }
-                    None if [hi, lo] != [0, 0] => {
-                        return Err(host_err(
-                            field,
-                            format!(
-                                "host `{name}` needs an address, but the plan 10.x.y.z has \
-                                 room for 65536 layer-0 switches: give it `addr`"
-                            ),
-                        ));
-                    }
-                    None => u32::from_be_bytes([10, a, b, (x + 2) as u8]),
-                };
+                let addr = host_addr(&errs, &field, s, bottom_seen, x, &listed)?;
                 hosts.push(Host {
-                    name,
+                    name: listed.name,
                     addr,
-                    addr6: addr6.unwrap_or(super::default_ipv6(addr)),
-                    switch: ix,
+                    addr6: listed.addr6.unwrap_or(super::default_ipv6(addr)),
+                    switch: i as SwitchIx,
                 });
                 host_fields.push(field);
             }
@@ -217,7 +157,128 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
             monitor: false,
         });
     }
-    check_unique_hosts(&hosts, &host_fields).map_err(|(field, msg)| host_err(field, msg))?;
+    check_unique_hosts(&hosts, &host_fields).map_err(|(field, msg)| errs.host(field, msg))?;
+    let links = link_ends(&errs, &f)?;
+    let mut topo = Topology::new(f.name.clone(), switches, hosts, &links).map_err(|e| {
+        let field = match &e {
+            TopologyError::DuplicateSwitch(_) | TopologyError::DuplicateId(..) => "switches",
+            TopologyError::NoHosts => "switches[*].hosts",
+            _ => "links",
+        };
+        errs.invalid(field.to_string(), e)
+    })?;
+    topo.place_monitors(placement);
+    Ok(topo)
+}
+
+/// Makes the errors of one file, each naming it.
+struct FileErrors<'a> {
+    file: &'a str,
+}
+
+impl FileErrors<'_> {
+    fn invalid(&self, field: String, source: TopologyError) -> TopologyFileError {
+        TopologyFileError::Invalid {
+            file: self.file.to_string(),
+            field,
+            source,
+        }
+    }
+
+    fn host(&self, field: String, msg: String) -> TopologyFileError {
+        TopologyFileError::Host {
+            file: self.file.to_string(),
+            field,
+            msg,
+        }
+    }
+}
+
+/// A host as a switch entry lists it, with the addresses the file gives (if any).
+struct ListedHost {
+    name: String,
+    addr: Option<u32>,
+    addr6: Option<u128>,
+}
+
+/// The hosts switch entry `i` lists, named and in file order (counted ones named `{switch}_h{x}`).
+fn listed_hosts(
+    errs: &FileErrors,
+    i: usize,
+    s: &SwitchEntry,
+) -> Result<Vec<ListedHost>, TopologyFileError> {
+    let named = |name: String| ListedHost {
+        name,
+        addr: None,
+        addr6: None,
+    };
+    Ok(match &s.hosts {
+        Hosts::None => vec![],
+        // Counted hosts all take planned addresses: check before making any.
+        Hosts::Count(n) if *n as usize > MAX_PLANNED_HOSTS => {
+            return Err(errs.host(
+                format!("switches[{i}].hosts"),
+                format!(
+                    "switch `{}` has {n} hosts, but its addresses 10.x.y.2 to 10.x.y.254 \
+                     hold {MAX_PLANNED_HOSTS}; list the hosts with `addr` to place more",
+                    s.name
+                ),
+            ));
+        }
+        Hosts::Count(n) => (0..*n).map(|x| named(format!("{}_h{x}", s.name))).collect(),
+        Hosts::Named(v) => v
+            .iter()
+            .map(|h| match h {
+                HostEntry::Name(n) => named(n.clone()),
+                HostEntry::WithAddr { name, addr, addr6 } => ListedHost {
+                    name: name.clone(),
+                    addr: Some(u32::from(*addr)),
+                    addr6: addr6.map(u128::from),
+                },
+            })
+            .collect(),
+    })
+}
+
+/// The IPv4 address of host `x` of layer-0 switch `s` (the `bottom_seen`-th one): its own, or
+/// 10.a.b.(x+2) from the plan, where a.b is `bottom_seen`.
+fn host_addr(
+    errs: &FileErrors,
+    field: &str,
+    s: &SwitchEntry,
+    bottom_seen: u32,
+    x: usize,
+    host: &ListedHost,
+) -> Result<u32, TopologyFileError> {
+    let [hi, lo, a, b] = bottom_seen.to_be_bytes();
+    let name = &host.name;
+    match host.addr {
+        Some(a) => Ok(a),
+        None if x >= MAX_PLANNED_HOSTS => Err(errs.host(
+            field.to_string(),
+            format!(
+                "host `{name}` of switch `{}` needs an address, but the plan \
+                 10.x.y.2 to 10.x.y.254 holds {MAX_PLANNED_HOSTS} per switch: \
+                 give it `addr`",
+                s.name
+            ),
+        )),
+        None if [hi, lo] != [0, 0] => Err(errs.host(
+            field.to_string(),
+            format!(
+                "host `{name}` needs an address, but the plan 10.x.y.z has \
+                 room for 65536 layer-0 switches: give it `addr`"
+            ),
+        )),
+        None => Ok(u32::from_be_bytes([10, a, b, (x + 2) as u8])),
+    }
+}
+
+/// The file's links as pairs of switch indices; an unknown switch name is an error at its link.
+fn link_ends(
+    errs: &FileErrors,
+    f: &TopologyFile,
+) -> Result<Vec<(SwitchIx, SwitchIx)>, TopologyFileError> {
     let index: std::collections::HashMap<&str, SwitchIx> = f
         .switches
         .iter()
@@ -228,25 +289,15 @@ fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
     for (i, [a, b]) in f.links.iter().enumerate() {
         let lookup = |n: &String| {
             index.get(n.as_str()).copied().ok_or_else(|| {
-                invalid(format!("links[{i}]"))(TopologyError::UnknownSwitch(
-                    a.clone(),
-                    b.clone(),
-                    n.clone(),
-                ))
+                errs.invalid(
+                    format!("links[{i}]"),
+                    TopologyError::UnknownSwitch(a.clone(), b.clone(), n.clone()),
+                )
             })
         };
         links.push((lookup(a)?, lookup(b)?));
     }
-    let mut topo = Topology::new(f.name.clone(), switches, hosts, &links).map_err(|e| {
-        let field = match &e {
-            TopologyError::DuplicateSwitch(_) | TopologyError::DuplicateId(..) => "switches",
-            TopologyError::NoHosts => "switches[*].hosts",
-            _ => "links",
-        };
-        invalid(field.to_string())(e)
-    })?;
-    topo.place_monitors(placement);
-    Ok(topo)
+    Ok(links)
 }
 
 /// Rejects a second host with the name, IPv4 or IPv6 address of an earlier one, naming both

@@ -30,6 +30,7 @@
 //! timing trials of the decoder alone (for Canary, the minus meter).
 
 mod encode;
+mod points;
 mod search;
 mod trial;
 
@@ -39,17 +40,11 @@ pub use trial::packets_needed;
 use super::link::Line2;
 use super::traffic::LinkTraffic;
 use crate::{Error, Result};
-use canary_core::sketch::fermat::FermatConfig;
-use canary_core::sketch::flowradar::{self, FlowRadarConfig};
-use canary_core::sketch::lossradar::{LossRadar, LossRadarConfig, LossRadarDiff, PacketId};
 use canary_core::sketch::seeded::mix64;
-use encode::{canary_trial, fermats, flowradars};
+use points::AtLoss;
 use rayon::prelude::*;
-use search::{min_width, success};
 use serde::{Deserialize, Serialize};
-use std::collections::HashSet;
-use std::time::Instant;
-use trial::{Lost, Trial};
+use trial::Trial;
 
 #[derive(Clone, Debug)]
 pub struct SketchMemoryOptions {
@@ -155,165 +150,9 @@ pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
         .map(|i| Trial::draw(mix64(opts.seed ^ mix64(i as u64)), &opts.traffic, opts.eta))
         .collect();
     let mean_packets = mean(trials.iter().map(|t| t.epoch.packets() as f64));
-    let timing = opts.timing_trials.clamp(1, opts.trials);
     let mut rows = Vec::new();
     for &p in &opts.losses {
-        let lost: Vec<Lost> = trials.par_iter().map(|t| t.lose(p)).collect();
-        let n = trials.len();
-        let target = opts.target;
-        let seed = |i: usize| trials[i].seed;
-
-        // FlowRadar: every flow at both ends.
-        let flows = opts.traffic.flows;
-        let flowradar = min_width((flows * 2) / 5, 1 << 22, |w| {
-            success(n, target, |i| {
-                let (up, down) = flowradars(&trials[i], &lost[i], FlowRadarConfig::new(w, seed(i)));
-                flowradar::losses(&up, &down).is_ok_and(|l| l == lost[i].truth)
-            })
-        })
-        .map(|(w, r)| {
-            let cfg = |i| FlowRadarConfig::new(w, seed(i));
-            let times = (0..timing)
-                .map(|i| {
-                    let (up, down) = flowradars(&trials[i], &lost[i], cfg(i));
-                    let t0 = Instant::now();
-                    let _ = flowradar::losses(&up, &down);
-                    t0.elapsed().as_secs_f64() * 1e6
-                })
-                .collect();
-            Point {
-                width: w,
-                memory_bytes: cfg(0).memory_bits() as f64 / 8.0,
-                success_rate: r,
-                decode_us: median(times),
-                items: flows as f64,
-            }
-        });
-
-        // LossRadar: lost packets.
-        let lost_pkts = mean(lost.iter().map(|l| l.packets.len() as f64));
-        let lossradar = min_width(((lost_pkts * 0.42) as usize).max(1), 1 << 24, |w| {
-            success(n, target, |i| {
-                let cfg = LossRadarConfig::new(w, seed(i));
-                LossRadarDiff::of_lost(cfg, &lost[i].packets)
-                    .decode()
-                    .is_ok_and(|d| d == lost[i].packets)
-            })
-        })
-        .map(|(w, r)| -> Result<Point> {
-            let mut times = Vec::new();
-            for i in 0..timing.min(3) {
-                let (t, l) = (&trials[i], &lost[i]);
-                let cfg = LossRadarConfig::new(w, seed(i));
-                let (mut up, mut down) = (LossRadar::new(cfg), LossRadar::new(cfg));
-                let dropped: HashSet<PacketId> = l.packets.iter().copied().collect();
-                for (fi, flow) in t.epoch.flows.iter().enumerate() {
-                    for ipid in 0..t.epoch.sizes[fi] {
-                        let pkt = PacketId {
-                            flow: *flow,
-                            ipid: ipid as u16,
-                        };
-                        up.insert(&pkt);
-                        if !dropped.contains(&pkt) {
-                            down.insert(&pkt);
-                        }
-                    }
-                }
-                let t0 = Instant::now();
-                let diff = up
-                    .subtract(&down)
-                    .map_err(|source| Error::LossRadar { width: w, source })?;
-                let _ = diff.decode();
-                times.push(t0.elapsed().as_secs_f64() * 1e6);
-                if diff != LossRadarDiff::of_lost(cfg, &l.packets) {
-                    return Err(Error::LossRadarShortcut { width: w });
-                }
-            }
-            Ok(Point {
-                width: w,
-                memory_bytes: LossRadarConfig::new(w, 0).memory_bits() as f64 / 8.0,
-                success_rate: r,
-                decode_us: median(times),
-                items: lost_pkts,
-            })
-        })
-        .transpose()?;
-
-        // FermatSketch: lossy flows.
-        let lossy = mean(lost.iter().map(|l| l.truth.len() as f64));
-        let fermat = min_width(((lossy * 0.42) as usize).max(1), 1 << 22, |w| {
-            success(n, target, |i| {
-                let (up, down) = fermats(&trials[i], &lost[i], FermatConfig::new(w, seed(i)));
-                up.subtract(&down)
-                    .and_then(|d| d.decode())
-                    .is_ok_and(|d| d == lost[i].truth)
-            })
-        })
-        .map(|(w, r)| {
-            let cfg = |i| FermatConfig::new(w, seed(i));
-            let times = (0..timing)
-                .map(|i| {
-                    let (up, down) = fermats(&trials[i], &lost[i], cfg(i));
-                    let t0 = Instant::now();
-                    let _ = up.subtract(&down).and_then(|d| d.decode());
-                    t0.elapsed().as_secs_f64() * 1e6
-                })
-                .collect();
-            Point {
-                width: w,
-                memory_bytes: cfg(0).memory_bits() as f64 / 8.0,
-                success_rate: r,
-                decode_us: median(times),
-                items: lossy,
-            }
-        });
-
-        // Canary: the monitored flows' meters, widths a power of two.
-        let mut canary = None;
-        for e in 0..=16 {
-            let w = 1usize << e;
-            if let Some(r) = success(n, target, |i| {
-                canary_trial(&line, &trials[i], &lost[i], w).0
-            }) {
-                let times = (0..timing)
-                    .map(|i| canary_trial(&line, &trials[i], &lost[i], w).2)
-                    .collect();
-                canary = Some(Point {
-                    width: w,
-                    memory_bytes: canary_bits(w) as f64 / 8.0,
-                    success_rate: r,
-                    decode_us: median(times),
-                    items: mean(lost.iter().map(|l| l.monitored.len() as f64)),
-                });
-                break;
-            }
-        }
-        let seen = canary.as_ref().map_or(0.0, |c| {
-            mean((0..n).map(|i| {
-                let saw = canary_trial(&line, &trials[i], &lost[i], c.width).1;
-                if saw {
-                    1.0
-                } else {
-                    0.0
-                }
-            }))
-        });
-        let canary_over_fermat = match (&canary, &fermat) {
-            (Some(c), Some(f)) => Some(c.memory_bytes / f.memory_bytes),
-            _ => None,
-        };
-        rows.push(Row {
-            loss: p,
-            flowradar,
-            lossradar,
-            fermat,
-            canary,
-            canary_extra: CanaryExtra {
-                packets_needed: packets_needed(p),
-                detection_rate: seen,
-            },
-            canary_over_fermat,
-        });
+        rows.push(row(opts, &line, &trials, p)?);
     }
     Ok(SketchMemory {
         traffic: opts.traffic,
@@ -321,6 +160,37 @@ pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
         target: opts.target,
         mean_packets,
         rows,
+    })
+}
+
+/// Every structure at loss rate `p`, on the same trials.
+fn row(opts: &SketchMemoryOptions, line: &Line2, trials: &[Trial], p: f64) -> Result<Row> {
+    let at = AtLoss {
+        trials,
+        lost: trials.par_iter().map(|t| t.lose(p)).collect(),
+        target: opts.target,
+        timing: opts.timing_trials.clamp(1, opts.trials),
+    };
+    let flowradar = at.flowradar(opts.traffic.flows);
+    let lossradar = at.lossradar()?;
+    let fermat = at.fermat();
+    let canary = at.canary(line);
+    let seen = at.detection_rate(line, canary.as_ref());
+    let canary_over_fermat = match (&canary, &fermat) {
+        (Some(c), Some(f)) => Some(c.memory_bytes / f.memory_bytes),
+        _ => None,
+    };
+    Ok(Row {
+        loss: p,
+        flowradar,
+        lossradar,
+        fermat,
+        canary,
+        canary_extra: CanaryExtra {
+            packets_needed: packets_needed(p),
+            detection_rate: seen,
+        },
+        canary_over_fermat,
     })
 }
 

@@ -16,6 +16,7 @@ use canary_core::fabric::{HhReport, RuleOp};
 use canary_core::model::{epoch_tag, Shim, SwitchConfig, SwitchModel};
 use canary_core::select::{FlowSelector, SelectionParams};
 use canary_core::sketch::{fingerprint, FlowHashes, HashPipeConfig, MeterConfig};
+use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use serde::{Deserialize, Serialize};
 use std::collections::{HashMap, HashSet};
@@ -55,36 +56,88 @@ pub struct LoopRun {
 
 /// Runs `cfg.epochs` epochs of `trace` (packets in time order, times from 0).
 pub fn run(line: &Line2, cfg: &LoopConfig, trace: impl Iterator<Item = TracePacket>) -> LoopRun {
-    let p = &line.prepared;
-    let (segments, codec) = (&p.segments, &p.codec);
-    let all: HashSet<_> = [line.up, line.down].into_iter().collect();
-    let mut selector = FlowSelector::new(cfg.selection);
-    let switch = |s: u32| {
-        let mut m = SwitchModel::new(Capacity::unlimited(cfg.meters, cfg.hashpipe));
-        m.set_config(SwitchConfig {
-            monitor: true,
-            mask: codec.masks[s as usize],
-            epoch: epoch_tag(0),
-        });
-        m
-    };
-    let (mut s1, mut s2) = (switch(line.up), switch(line.down));
-    let mut reported: HashSet<FlowId> = HashSet::new();
-    let mut reports: Vec<HhReport> = Vec::new();
-    let mut active: HashSet<FlowId> = HashSet::new();
-    // Flows by HashPipe fingerprint, to read HashPipe's estimate as flows.
-    let mut by_fp: HashMap<u32, FlowId> = HashMap::new();
-    let mut out = LoopRun::default();
+    let mut l = Loop::new(line, cfg);
+    let mut trace = trace.peekable();
+    for e in 0..cfg.epochs as u64 {
+        let tag = epoch_tag(e);
+        for sw in [&mut l.s1, &mut l.s2] {
+            let mut c = sw.config();
+            c.epoch = tag;
+            sw.set_config(c);
+        }
+        let end = (e + 1) * cfg.epoch_ns;
+        let mut stat = EpochStat::default();
+        while let Some(pkt) = trace.next_if(|p| p.t_ns < end) {
+            l.forward(&pkt, &mut stat);
+        }
+        l.end_epoch(tag, &mut stat);
+        l.out.epochs.push(stat);
+    }
+    l.out
+}
 
-    // Applies rule changes to the switch they are for; counts the installs on the segment
-    // s1 → s2 (the reverse segment carries no traffic).
-    let apply = |ops: &[RuleOp], s1: &mut SwitchModel, s2: &mut SwitchModel| -> u32 {
+/// The two switches, the controller's flow selection, and what the run has seen so far.
+struct Loop<'a> {
+    line: &'a Line2,
+    /// Both monitors of the line.
+    all: HashSet<SwitchIx>,
+    selector: FlowSelector,
+    /// Upstream and downstream switch.
+    s1: SwitchModel,
+    s2: SwitchModel,
+    /// Flows reported this epoch, and the reports the controller gets at its end.
+    reported: HashSet<FlowId>,
+    reports: Vec<HhReport>,
+    /// Monitored flows that sent this epoch.
+    active: HashSet<FlowId>,
+    /// Flows by HashPipe fingerprint, to read HashPipe's estimate as flows.
+    by_fp: HashMap<u32, FlowId>,
+    out: LoopRun,
+}
+
+impl<'a> Loop<'a> {
+    /// Both switches monitoring, with the rules flow selection starts with.
+    fn new(line: &'a Line2, cfg: &LoopConfig) -> Self {
+        let p = &line.prepared;
+        let (segments, codec) = (&p.segments, &p.codec);
+        let switch = |s: SwitchIx| {
+            let mut m = SwitchModel::new(Capacity::unlimited(cfg.meters, cfg.hashpipe));
+            m.set_config(SwitchConfig {
+                monitor: true,
+                mask: codec.masks[s as usize],
+                epoch: epoch_tag(0),
+            });
+            m
+        };
+        let mut l = Loop {
+            line,
+            all: [line.up, line.down].into_iter().collect(),
+            selector: FlowSelector::new(cfg.selection),
+            s1: switch(line.up),
+            s2: switch(line.down),
+            reported: HashSet::new(),
+            reports: Vec::new(),
+            active: HashSet::new(),
+            by_fp: HashMap::new(),
+            out: LoopRun::default(),
+        };
+        let start = l
+            .selector
+            .on_epoch(&Default::default(), &l.all, segments, codec);
+        l.apply(&start);
+        l
+    }
+
+    /// Applies rule changes to the switch they are for; counts the installs on the segment
+    /// s1 → s2 (the reverse segment carries no traffic).
+    fn apply(&mut self, ops: &[RuleOp]) -> u32 {
+        let line = self.line;
         let mut installed = 0;
         for op in ops {
             let sw = if op.switch() == line.up {
-                &mut *s1
+                &mut self.s1
             } else {
-                &mut *s2
+                &mut self.s2
             };
             sw.apply(op).expect("unlimited tables");
             let ours = match *op {
@@ -98,71 +151,61 @@ pub fn run(line: &Line2, cfg: &LoopConfig, trace: impl Iterator<Item = TracePack
             installed += u32::from(ours);
         }
         installed
-    };
+    }
 
-    let start = selector.on_epoch(&Default::default(), &all, segments, codec);
-    apply(&start, &mut s1, &mut s2);
+    /// One packet from h1 through s1 (shim pushed, USM, mark) to s2 and on to h2.
+    fn forward(&mut self, pkt: &TracePacket, stat: &mut EpochStat) {
+        stat.packets += 1;
+        *self.out.truth.entry(pkt.flow).or_default() += 1;
+        let h = FlowHashes::of(&pkt.flow);
+        self.by_fp.insert(fingerprint(h), pkt.flow);
+        let mut shim = Shim::default();
+        self.s1.monitor(&pkt.flow, h, &mut shim, false);
+        if shim.counted {
+            self.active.insert(pkt.flow);
+        }
+        if let Some(d) = self.s2.monitor(&pkt.flow, h, &mut shim, true) {
+            if self.reported.insert(d.flow) {
+                self.reports.push(HhReport {
+                    switch: self.line.down,
+                    flow: d.flow,
+                    path_bf: d.path_bf,
+                });
+            }
+        }
+    }
 
-    let mut trace = trace.peekable();
-    for e in 0..cfg.epochs as u64 {
-        let tag = epoch_tag(e);
-        for sw in [&mut s1, &mut s2] {
-            let mut c = sw.config();
-            c.epoch = tag;
-            sw.set_config(c);
-        }
-        let end = (e + 1) * cfg.epoch_ns;
-        let mut stat = EpochStat::default();
-        while let Some(pkt) = trace.next_if(|p| p.t_ns < end) {
-            stat.packets += 1;
-            *out.truth.entry(pkt.flow).or_default() += 1;
-            let h = FlowHashes::of(&pkt.flow);
-            by_fp.insert(fingerprint(h), pkt.flow);
-            // From h1 through s1 (shim pushed, USM, mark) to s2 and on to h2.
-            let mut shim = Shim::default();
-            s1.monitor(&pkt.flow, h, &mut shim, false);
-            if shim.counted {
-                active.insert(pkt.flow);
-            }
-            if let Some(d) = s2.monitor(&pkt.flow, h, &mut shim, true) {
-                if reported.insert(d.flow) {
-                    reports.push(HhReport {
-                        switch: line.down,
-                        flow: d.flow,
-                        path_bf: d.path_bf,
-                    });
-                }
+    /// End of epoch `tag`: harvest (HashPipe too), detect, select.
+    fn end_epoch(&mut self, tag: u16, stat: &mut EpochStat) {
+        let line = self.line;
+        let (segments, codec) = (&line.prepared.segments, &line.prepared.codec);
+        for (_, _, fp, c) in self.s2.hashpipe().entries() {
+            if let Some(&f) = self.by_fp.get(&fp) {
+                *self.out.estimate.entry(f).or_default() += c as u64;
             }
         }
-        // End of epoch: harvest (HashPipe too), detect, select.
-        for (_, _, fp, c) in s2.hashpipe().entries() {
-            if let Some(&f) = by_fp.get(&fp) {
-                *out.estimate.entry(f).or_default() += c as u64;
-            }
-        }
-        let (usm, _) = s1.meters_of(tag);
-        let (_, dsm) = s2.meters_of(tag);
+        let (usm, _) = self.s1.meters_of(tag);
+        let (_, dsm) = self.s2.meters_of(tag);
         let snaps = line.snapshots(usm, dsm);
-        s2.clear_hashpipe();
+        self.s2.clear_hashpipe();
         let mut installed = 0;
-        let deferred = selector.take_deferred();
-        installed += apply(&deferred, &mut s1, &mut s2);
+        let deferred = self.selector.take_deferred();
+        installed += self.apply(&deferred);
         let det = minus_meters(segments, codec, &snaps);
         for en in &det.entries {
-            *out.estimate.entry(en.flow).or_default() += en.sent - en.lost;
+            *self.out.estimate.entry(en.flow).or_default() += en.sent - en.lost;
         }
-        let mut ops = selector.on_reports(&std::mem::take(&mut reports), segments, codec);
-        ops.extend(selector.on_epoch(&det, &all, segments, codec));
-        installed += apply(&ops, &mut s1, &mut s2);
-        reported.clear();
+        let reports = std::mem::take(&mut self.reports);
+        let mut ops = self.selector.on_reports(&reports, segments, codec);
+        ops.extend(self.selector.on_epoch(&det, &self.all, segments, codec));
+        installed += self.apply(&ops);
+        self.reported.clear();
         stat.packets_counted = det.segments.get(&line.segment).map_or(0, |c| c.sent);
-        stat.active_flows = active.len() as u32;
-        stat.monitored_flows = s1.rule_counts().0 as u32;
+        stat.active_flows = self.active.len() as u32;
+        stat.monitored_flows = self.s1.rule_counts().0 as u32;
         stat.rules_installed = installed;
-        active.clear();
-        out.epochs.push(stat);
+        self.active.clear();
     }
-    out
 }
 
 #[cfg(test)]

@@ -1,3 +1,4 @@
+use super::search::min_width;
 use super::*;
 
 #[test]
