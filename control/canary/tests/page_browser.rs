@@ -168,6 +168,50 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         text.contains("edge1_0→agg1_1 ") && text.contains(&format!("since epoch {since}")),
         "{text}"
     );
+    // A held blame and a correction, as the report carries them (`held`, `cleared[].corrected_to`),
+    // painted by the page itself: an epoch like the last with those two fields set is shown,
+    // read, and taken back (one script: no epoch from the stream comes in between).
+    let marked = c
+        .execute(
+            "const r = JSON.parse(JSON.stringify(state.epochs[state.epochs.length - 1])); \
+             r.blamed.find(x => x.link.join('-') === 'edge1_0-agg1_1').held = true; \
+             r.cleared = [{link: ['agg0_0', 'core0'], since: 3, last: 7, \
+                           corrected_to: ['agg0_0', 'core1']}]; \
+             state.epochs.push(r); render(); \
+             const line = document.getElementById('link-edge1_0-agg1_1'); \
+             const out = {text: document.getElementById('epoch').textContent, \
+               held: line.dataset.held, \
+               labels: [...document.querySelectorAll('.blame-label')].map(t => t.textContent)}; \
+             state.epochs.pop(); render(); \
+             out.after = document.getElementById('link-edge1_0-agg1_1').dataset.held; \
+             const real = state.epochs[state.epochs.length - 1].blamed \
+               .find(x => x.link.join('-') === 'edge1_0-agg1_1'); \
+             out.real = real && real.held ? '1' : '0'; \
+             return out;",
+            vec![],
+        )
+        .await
+        .unwrap();
+    let text = marked["text"].as_str().unwrap();
+    assert!(
+        text.contains("edge1_0→agg1_1 ")
+            && text.contains("(held: not named this epoch, not cleared)"),
+        "{text}"
+    );
+    assert!(
+        text.contains("corrected")
+            && text.contains(
+                "agg0_0→core0 (blamed epochs 3–7): its segments' loss is on agg0_0→core1"
+            ),
+        "{text}"
+    );
+    assert_eq!(marked["held"], "1", "the held link is marked on the fabric");
+    let labels: Vec<String> = serde_json::from_value(marked["labels"].clone()).unwrap();
+    assert!(labels.iter().any(|l| l.ends_with(" held")), "{labels:?}");
+    assert_eq!(
+        marked["after"], marked["real"],
+        "the real last epoch painted again"
+    );
     // The line elements are drawn once and only repainted, so this handle stays good.
     let link = c.find(Locator::Css("#link-edge1_0-agg1_1")).await.unwrap();
 

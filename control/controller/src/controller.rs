@@ -241,9 +241,10 @@ impl Controller {
             Verdict::default()
         } else {
             let ties = self.likelihood_ties();
+            let incumbents = self.incumbents();
             match &mut self.cluster {
                 Some(c) => {
-                    let mut v = c.localize(finished, &obs, ties).await;
+                    let mut v = c.localize(finished, &obs, ties, &incumbents).await;
                     canary_core::localize::name_sick_switches(&self.topo, &obs, &mut v);
                     v
                 }

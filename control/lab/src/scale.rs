@@ -227,7 +227,11 @@ impl<'a> Controller<'a> {
             opts,
             prep,
             plan,
-            canary: Canary { params },
+            // No blame is held from epoch to epoch here (`canary run` and `simulate` hold them).
+            canary: Canary {
+                params,
+                incumbents: Vec::new(),
+            },
             shown: LastShown::new(prep.segments.len()),
             first_blamed: vec![None; faults.len()],
             faults,

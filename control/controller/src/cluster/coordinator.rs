@@ -180,8 +180,15 @@ impl ClusterStages {
     }
 
     /// The verdict on `obs`: each localizer partition's sub-problems there, the diagnoses back.
-    /// `ties`: the epoch's [`CanaryParams::likelihood_ties`].
-    pub async fn localize(&mut self, epoch: u64, obs: &Observations, ties: bool) -> Verdict {
+    /// `ties`: the epoch's [`CanaryParams::likelihood_ties`]; `incumbents`: the links blamed
+    /// the epoch before (`Canary::incumbents`).
+    pub async fn localize(
+        &mut self,
+        epoch: u64,
+        obs: &Observations,
+        ties: bool,
+        incumbents: &[u32],
+    ) -> Verdict {
         let t = Instant::now();
         let n = self.parts.localize;
         let mut by_part: Vec<Vec<ObservedSegment>> = vec![Vec::new(); n as usize];
@@ -197,6 +204,7 @@ impl ClusterStages {
                     epoch,
                     part: l,
                     ties,
+                    incumbents: incumbents.to_vec(),
                     segments: segments.into_iter().map(Into::into).collect(),
                 });
                 (self.cfg.localize(l), format!("{epoch}.localize.{l}"), bytes)
@@ -213,6 +221,7 @@ impl ClusterStages {
         let subs: Vec<SubVerdict> = parts.into_iter().flat_map(|v| v.subs).collect();
         Canary {
             params: self.canary.clone(),
+            ..Default::default()
         }
         .verdict(subs)
     }

@@ -207,6 +207,9 @@ pub struct Localize {
     pub part: u32,
     /// Pins give way by likelihood this epoch (`CanaryParams::likelihood_ties`).
     pub ties: bool,
+    /// The links blamed the epoch before (`Canary::incumbents`).
+    #[serde(default)]
+    pub incumbents: Vec<u32>,
     pub segments: Vec<WireSegment>,
 }
 

@@ -325,6 +325,7 @@ async fn localize(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
     let mut input = inputs(js, cfg, format!("localize-{l}"), subject.clone()).await?;
     let mut canary = Canary {
         params: run.setup.canary.clone(),
+        ..Default::default()
     };
     while let Some(msg) = input.next().await {
         let msg = msg.map_err(js_err)?;
@@ -337,6 +338,7 @@ async fn localize(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
         };
         let epoch = task.epoch;
         canary.params.likelihood_ties = task.ties;
+        canary.incumbents = task.incumbents.clone();
         let subs = canary.diagnose(&task.observations());
         let out = Verdicts {
             epoch,

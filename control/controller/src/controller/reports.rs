@@ -70,7 +70,15 @@ impl Controller {
     pub fn localizer(&self) -> canary_core::localize::Canary {
         let mut params = self.cfg.canary.clone();
         params.likelihood_ties = self.likelihood_ties();
-        canary_core::localize::Canary { params }
+        canary_core::localize::Canary {
+            params,
+            incumbents: self.incumbents(),
+        }
+    }
+
+    /// The links blamed the epoch before, held ones included: a tie stays with them.
+    pub(super) fn incumbents(&self) -> Vec<canary_core::topo::LinkIx> {
+        self.last_verdict.iter().map(|b| b.link).collect()
     }
 
     /// Pins and losses weighed by likelihood only when they were counted over the same epochs:

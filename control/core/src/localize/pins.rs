@@ -10,9 +10,15 @@ use std::collections::HashMap;
 
 /// The segments of one sub-problem (`idx`) that take part: every lossy one, the loss-free ones
 /// that could have shown the loss, set-aside ones that rule it out ([`set_aside_that_rule_out`],
-/// with `ties`), less the pins that give way ([`weak_pins_yield`]).
-pub(super) fn taking_part(obs: &Observations, idx: Vec<usize>, ties: bool) -> Vec<usize> {
-    let idx = set_aside_that_rule_out(obs, idx, ties);
+/// with ties), less the pins that give way ([`weak_pins_yield`]). `ties`: `None` when pins are
+/// not weighed by likelihood ([`super::CanaryParams::likelihood_ties`] off), else the links
+/// blamed the epoch before, which a tie the likelihood leaves open goes to.
+pub(super) fn taking_part(
+    obs: &Observations,
+    idx: Vec<usize>,
+    ties: Option<&[LinkIx]>,
+) -> Vec<usize> {
+    let idx = set_aside_that_rule_out(obs, idx, ties.is_some());
     weak_pins_yield(obs, could_show_the_loss(obs, idx), ties)
 }
 
@@ -88,7 +94,7 @@ const WEAK_PIN: f64 = 1e-3;
 /// CD settled such a tie by link order (the testbed, issue 32: 7 of 15 lost on a segment whose
 /// faulty link was pinned by 19 clean packets and its neighbour by 24, 23 to 1 for the faulty
 /// link, and the neighbour was blamed).
-fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: bool) -> Vec<usize> {
+fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: Option<&[LinkIx]>) -> Vec<usize> {
     loop {
         // The most packets a kept loss-free segment carried over each link, and all of them.
         let mut pin: HashMap<LinkIx, u64> = HashMap::new();
@@ -119,7 +125,10 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: bool) -> Vec<u
                 .filter(|l| (1.0 - q).powf(pin[*l] as f64) >= WEAK_PIN);
             match (weak.next(), weak.next()) {
                 (Some(&link), None) => Some(link),
-                (None, None) if ties => likeliest_home(&s.links, q, &pinned),
+                (None, None) => ties.and_then(|incumbents| {
+                    likeliest_home(&s.links, q, &pinned)
+                        .or_else(|| the_incumbent(&s.links, incumbents))
+                }),
                 _ => None,
             }
         });
@@ -146,6 +155,20 @@ fn likeliest_home(links: &[LinkIx], q: f64, pinned: &HashMap<LinkIx, u64>) -> Op
     // (1 − q)^fewest / (1 − q)^next ≥ margin.
     let log_ratio = (next - fewest) as f64 * -(-q).ln_1p();
     (log_ratio >= TIE_MARGIN.ln()).then_some(link)
+}
+
+/// Of `links`, the one blamed the epoch before, when exactly one was: a tie the counts leave
+/// open stays where it was rather than move by link order. On the testbed (issue 32), a fault
+/// on half the flows of edge1_0→agg1_1 was blamed in epochs 2–5; in epoch 6 its lossy segment
+/// (19 of 191 lost) had the faulty link pinned by 101 clean packets of the other half's flows
+/// and agg1_1→core2 by 119, 6.6 to 1 for the faulty link, short of [`TIE_MARGIN`]; CD's order
+/// moved the blame to agg1_1→core2 for that one epoch.
+fn the_incumbent(links: &[LinkIx], incumbents: &[LinkIx]) -> Option<LinkIx> {
+    let mut held = links.iter().filter(|l| incumbents.contains(l));
+    match (held.next(), held.next()) {
+        (Some(&link), None) => Some(link),
+        _ => None,
+    }
 }
 
 #[cfg(test)]
@@ -215,6 +238,7 @@ mod tests {
                     likelihood_ties: ties,
                     ..Default::default()
                 },
+                ..Default::default()
             };
             let v = canary.verdict(canary.diagnose(&obs));
             v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
@@ -301,11 +325,46 @@ mod tests {
                     likelihood_ties: ties,
                     ..Default::default()
                 },
+                ..Default::default()
             };
             let v = canary.verdict(canary.diagnose(&obs));
             v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
         };
         assert_eq!(blamed(false), vec![0, 1], "the failure, without the rule");
         assert_eq!(blamed(true), vec![2]);
+    }
+
+    /// The testbed's flip (issue 32), replayed: a fault on half the flows of link 0 was blamed
+    /// in epochs 2–5; in epoch 6 its segment {0, 1} lost 19 of 191, link 0 pinned by 101 clean
+    /// packets (the other half's flows) and link 1 by 119: 6.6 to 1 for link 0, short of the
+    /// margin, and CD's order blamed link 1. The tie now stays with the link blamed before; with
+    /// no link blamed before, or both, CD's order decides as it did.
+    #[test]
+    fn a_tie_the_likelihood_leaves_open_stays_with_the_link_blamed_before() {
+        let blamed = |incumbents: Vec<LinkIx>| {
+            let obs = Observations {
+                segments: vec![
+                    seg(0, vec![0, 1], 191, 19, 172.0 / 191.0),
+                    seg(1, vec![0, 2], 101, 0, 1.0),
+                    seg(2, vec![3, 1], 119, 0, 1.0),
+                ],
+            };
+            let canary = Canary {
+                incumbents,
+                ..Default::default()
+            };
+            let v = canary.verdict(canary.diagnose(&obs));
+            v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
+        };
+        let by_order = blamed(vec![]);
+        assert_eq!(by_order.len(), 1);
+        assert_eq!(blamed(vec![0]), vec![0]);
+        assert_eq!(blamed(vec![1]), vec![1]);
+        assert_eq!(blamed(vec![0, 1]), by_order, "both held: no preference");
+        assert_eq!(
+            blamed(vec![5]),
+            by_order,
+            "a link elsewhere changes nothing"
+        );
     }
 }

@@ -16,6 +16,9 @@ use std::collections::HashMap;
 #[derive(Clone, Debug, Default)]
 pub struct Canary {
     pub params: CanaryParams,
+    /// Links blamed the epoch before: a tie between hard pins that the likelihood leaves open
+    /// goes to one of them (with [`CanaryParams::likelihood_ties`]; `pins::the_incumbent`).
+    pub incumbents: Vec<LinkIx>,
 }
 
 /// NetBouncer's CD run once on Canary's segment measurements (issue: "NetBouncer's CD run once
@@ -38,12 +41,16 @@ pub struct SubVerdict {
 /// Sub-problems with a lossy segment, in sub-problem order, and the local→global link map of
 /// each.
 pub fn build(obs: &Observations) -> (Vec<SubProblem>, Vec<Vec<LinkIx>>) {
-    let (_, subs, globals) = build_numbered(obs, false);
+    let (_, subs, globals) = build_numbered(obs, None);
     (subs, globals)
 }
 
-/// [`build`], with each sub-problem's number; `ties`: [`CanaryParams::likelihood_ties`].
-fn build_numbered(obs: &Observations, ties: bool) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<LinkIx>>) {
+/// [`build`], with each sub-problem's number; `ties`: with [`CanaryParams::likelihood_ties`],
+/// the links blamed the epoch before (`pins::taking_part`).
+fn build_numbered(
+    obs: &Observations,
+    ties: Option<&[LinkIx]>,
+) -> (Vec<u32>, Vec<SubProblem>, Vec<Vec<LinkIx>>) {
     let subs = obs
         .segments
         .iter()
@@ -132,7 +139,11 @@ impl Canary {
     /// [`Localizer::localize`] merges. Sub-problems share nothing, so any split of the
     /// observations by sub-problem, diagnosed apart, gives the same diagnoses.
     pub fn diagnose(&self, obs: &Observations) -> Vec<SubVerdict> {
-        let (numbers, subs, globals) = build_numbered(obs, self.params.likelihood_ties);
+        let ties = self
+            .params
+            .likelihood_ties
+            .then_some(self.incumbents.as_slice());
+        let (numbers, subs, globals) = build_numbered(obs, ties);
         let diags = localize_all(&subs, &self.params);
         numbers
             .into_iter()
