@@ -11,22 +11,23 @@
 
 use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
-use canary_core::decide::{hold, Decider, EvidenceTracker, LinkClearing, LinkTimeline, Release};
-use canary_core::detect::{join, SegmentCount, Window, WindowCount};
-use canary_core::fabric::{Fabric, Parity};
-use canary_core::localize::{Localizer, Verdict};
+use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
+use canary_core::detect::{SegmentCount, Window, WindowCount};
+use canary_core::fabric::Fabric;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::schedule::{LastShown, WatchPlan};
-use canary_core::select::{FlowSelector, SelectionStats};
+use canary_core::select::FlowSelector;
 use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
-use std::collections::{BTreeMap, HashSet};
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
 
 mod config;
 mod decision;
+mod epoch_report;
 mod evidence;
 mod harvest;
+mod phases;
 mod reports;
 mod rounds;
 mod rules;
@@ -36,6 +37,7 @@ mod tests;
 mod timing;
 
 pub use config::{localizer_params, ControllerConfig};
+use epoch_report::{ms, Finished};
 use harvest::Harvested;
 
 pub struct Controller {
@@ -168,14 +170,10 @@ impl Controller {
         self.epoch_in_span(fabric).instrument(span).await
     }
 
+    /// One epoch's steps: flip and drain, harvest, count, localize, select, report.
     async fn epoch_in_span<F: Fabric>(&mut self, fabric: &mut F) -> EpochReport {
-        let now = fabric.now();
-        if self.next_flip > now {
-            fabric.wait(self.next_flip - now).await;
-        }
         let finished = self.epoch;
-        let flipped_at = fabric.now();
-        let mut unreachable = self.flip(fabric, finished + 1).await;
+        let (flipped_at, mut unreachable) = self.flip_when_due(fabric, finished + 1).await;
         let drain = self.drain_now;
         fabric.wait(drain).await;
 
@@ -190,169 +188,37 @@ impl Controller {
         let harvest = t0.elapsed();
 
         let t1 = Instant::now();
-        let mut det = match &mut self.cluster {
-            Some(c) => c.detect(finished).await,
-            None => join(&self.segments, &records),
-        };
-        // A meter still counting while it was read means packets of the finished epoch were
-        // in flight longer than the drain: its other flows may be short of packets that had not
-        // arrived yet, which would read as loss. Its segments sit this epoch out.
-        for (&s, &torn) in &det.torn_at {
-            events.entry(s).or_insert_with(|| {
-                format!(
-                    "packets still arriving {} ms after the flip ({torn} flows read mid-count): \
-                     left out of this epoch",
-                    drain.as_millis()
-                )
-            });
-        }
-        det.drop_entries(&self.selector.take_half_counted());
-        self.adapt_drain(&det);
-        // Packets lost while a switch was down or being configured are no link's fault.
-        let before_skip = det.segments.len();
-        let incomplete = self.incomplete_next.take();
-        if incomplete.is_some() {
-            // Counted partly under the controller before: what it saw is not known whole.
-            det.segments.clear();
-        } else if !events.is_empty() {
-            let segs = &self.segments;
-            det.segments.retain(|id, _| {
-                !segs
-                    .get(*id)
-                    .switches
-                    .iter()
-                    .any(|s| events.contains_key(s))
-            });
-        }
-        let segments_skipped = before_skip - det.segments.len();
-        for (s, c) in &det.segments {
-            self.run_totals.entry(*s).or_default().add(c);
-        }
-        self.window.push(det.segments.clone());
-        self.last = det.segments.clone();
-        let (obs, changes) = self.decide(&det);
+        let counted = self.count(finished, &records, drain, &mut events).await;
         let detect = t1.elapsed();
 
         let t2 = Instant::now();
-        // Before the first sweep, a lossy segment's neighbours may not have been counted yet
-        // and could not clear its healthy links: nothing is blamed until every round has had
-        // its turn (measured at k = 8: 6-8 wrong links per epoch in the first round, none after).
-        let mut verdict = if incomplete.is_some() || self.first_sweep() {
-            Verdict::default()
-        } else {
-            let ties = self.likelihood_ties();
-            let incumbents = self.incumbents();
-            match &mut self.cluster {
-                Some(c) => {
-                    let mut v = c.localize(finished, &obs, ties, &incumbents).await;
-                    canary_core::localize::name_sick_switches(&self.topo, &obs, &mut v);
-                    v
-                }
-                None => self.localizer().localize(&self.topo, &obs),
-            }
-        };
-        let mut corrected = BTreeMap::new();
-        self.held.clear();
-        if incomplete.is_none() {
-            if let Some(d) = &self.decider {
-                let segs = &self.segments;
-                let held = hold(
-                    &self.last_verdict,
-                    &mut verdict.blamed,
-                    &self.links_cleared,
-                    |l| d.lossy_through(l),
-                    |s| segs.get(s).links.as_slice(),
-                );
-                self.held = held.held;
-                for (l, why) in held.released {
-                    if let Release::Corrected { to } = why {
-                        corrected.insert(l, to);
-                    }
-                }
-            }
-            self.last_verdict = verdict.blamed.clone();
-        }
-        let blamed_links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
-        if incomplete.is_none() {
-            self.last_blamed = self.least_losses(&verdict, &obs);
-        }
-        let cleared = self.timeline.update(self.epoch, &blamed_links);
+        let blamed = self.localize_epoch(finished, &counted).await;
         let localize = t2.elapsed();
 
         let t3 = Instant::now();
-        let before = self.selector.stats;
-        // After an incomplete epoch no flow is idle and no segment short: nothing is known.
-        let answered: HashSet<SwitchIx> = if incomplete.is_some() {
-            HashSet::new()
-        } else {
-            answered
-        };
-        if let Some(p) = &self.plan {
-            // Rules made now serve the epoch the switches count in since the flip.
-            self.selector.set_watching(Some(p.watched_at(finished + 1)));
-        }
-        let mut ops = self
-            .selector
-            .on_reports(&reports, &self.segments, &self.codec);
-        ops.extend(
-            self.selector
-                .on_epoch(&det, &answered, &self.segments, &self.codec),
-        );
-        self.apply(fabric, &ops, &mut rules).await;
+        let selection = self
+            .select(fabric, finished, &reports, &counted, answered, &mut rules)
+            .await;
         let select = t3.elapsed();
 
-        let short = self.short_segments(&det);
-        let mut unreachable: Vec<String> = unreachable
-            .iter()
-            .map(|&s| self.topo.name_of(s).to_string())
-            .collect();
-        unreachable.sort();
-        let report = EpochReport {
-            epoch: self.epoch,
-            parity: Parity::of_epoch(finished),
-            at_s: flipped_at.as_secs_f64(),
-            at: None,
-            packets_counted: det.packets(),
-            packets_lost: det.lost(),
-            flows_counted: det.flows(),
-            flows_counted_v6: det.flows_v6(),
-            flows_monitored: self.selector.monitored(),
-            segments_total: self.segments.len(),
-            segments_observed: det.segments.len(),
-            segments_short: short,
-            window_epochs: self.window.len(),
-            lossy_segments: self.segment_reports(&obs),
-            segment_changes: self.segment_changes(&changes),
-            blamed: self.link_reports(&verdict, &obs, Some(&det.entries)),
-            devices: self.device_reports(&blamed_links),
-            cleared: self.cleared_reports(&cleared, &corrected),
-            selection: diff(self.selector.stats, before),
-            hh_rules: self.selector.hh_rules(),
-            rules,
-            anomalies: det.anomalies,
+        let found = Finished {
+            epoch: finished,
+            flipped_at,
+            drain,
             unreachable,
-            disturbed: self.switch_events(&events),
-            out_of_service: fabric
-                .out_of_service()
-                .into_iter()
-                .map(|l| self.topo.link_names(l).map(str::to_string))
-                .collect(),
-            flows_vanished: det.vanished,
-            segments_skipped,
-            drain_ms: ms(drain),
-            tables_full: self.tables_full(),
-            phases_ms: Phases {
+            events,
+            rules,
+            selection,
+            counted,
+            blamed,
+            phases: Phases {
                 harvest: ms(harvest),
                 detect: ms(detect),
                 localize: ms(localize),
                 select: ms(select),
             },
-            incomplete,
-            watch: self.watch_report(),
-            evidence_map: self.evidence_report(&det.segments, &obs),
-            cluster: self.cluster.as_ref().map(|c| c.epoch_report()),
-            observations: self.cfg.report_observations.then_some(obs),
         };
+        let report = self.epoch_report(fabric, found);
         if let Some(c) = &mut self.cluster {
             c.report(&report).await;
         }
@@ -360,21 +226,5 @@ impl Controller {
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());
         report
-    }
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1e3
-}
-
-fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
-    SelectionStats {
-        flows_added: a.flows_added - b.flows_added,
-        flows_retired: a.flows_retired - b.flows_retired,
-        hh_rules_installed: a.hh_rules_installed - b.hh_rules_installed,
-        hh_rules_removed: a.hh_rules_removed - b.hh_rules_removed,
-        reports: a.reports - b.reports,
-        reports_ignored: a.reports_ignored - b.reports_ignored,
-        refused_full: a.refused_full - b.refused_full,
     }
 }

@@ -26,8 +26,8 @@
 //!
 //! [`lossy_in_total`] is the same test once, on counts taken together (a whole run).
 
-use crate::detect::{Observations, ObservedSegment, SegmentCount, WindowCount};
-use crate::topo::{SegmentId, Segments};
+use crate::detect::SegmentCount;
+use crate::topo::SegmentId;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -328,91 +328,11 @@ mod evidence;
 mod hold;
 mod link_clear;
 mod link_watch;
+mod observations;
 mod timeline;
 pub use evidence::{smallest_shown, EvidenceMap, EvidenceTracker, LinkEvidence};
 pub use hold::{hold, Held, Release};
 pub use link_clear::LinkClearing;
 pub use link_watch::{LinkFired, LinkWatch};
+pub use observations::{decided_observations, total_observations};
 pub use timeline::{Cleared, LinkTimeline};
-
-/// The segments handed to a localizer under the decision: a lossy segment with its counts since
-/// its loss began. A segment not declared is loss-free (success 1) when over the window it lost
-/// no more than the lowest loss the decision watches for (4 × its healthy loss): background, as
-/// the evidence that clears its links. One that lost more is set aside
-/// ([`ObservedSegment::set_aside`]): a loss not yet declared, not enough to blame its links nor
-/// to clear them. So is a lossy segment half-way to its all-clear ([`Decider::clearing`]).
-pub fn decided_observations(
-    segments: &Segments,
-    window: &BTreeMap<SegmentId, WindowCount>,
-    decider: &Decider,
-) -> Observations {
-    let mut out: BTreeMap<SegmentId, ObservedSegment> = BTreeMap::new();
-    for (&s, c) in window.iter().filter(|(_, c)| c.sent > 0) {
-        let mut o = observed(segments, s, c.sent, c.lost, false);
-        let p0 = decider.p0[s as usize];
-        o.background = (c.lost as f64) <= 4.0 * p0 * c.sent as f64;
-        out.insert(s, o);
-    }
-    for (s, l) in decider.lossy().filter(|(_, l)| l.sent > 0) {
-        if decider.clearing(l) {
-            // Its loss may be over: its counts since the onset, mostly from before, would blame
-            // another link of it once its other segments are clear. Neither blames nor clears.
-            let mut o = observed(segments, s, l.sent, l.lost, false);
-            o.background = false;
-            out.insert(s, o);
-        } else {
-            out.insert(s, observed(segments, s, l.sent, l.lost, true));
-        }
-    }
-    Observations {
-        segments: out.into_values().collect(),
-    }
-}
-
-/// The whole run's counts, each segment tested once ([`lossy_in_total`]).
-pub fn total_observations(
-    segments: &Segments,
-    totals: &BTreeMap<SegmentId, WindowCount>,
-    params: &DecisionParams,
-) -> Observations {
-    let n = segments.len();
-    let segments = totals
-        .iter()
-        .filter(|(_, c)| c.sent > 0)
-        .map(|(&s, c)| {
-            let count = SegmentCount {
-                sent: c.sent,
-                lost: c.lost,
-                flows: 0,
-            };
-            let links = segments.get(s).links.len();
-            let lossy = lossy_in_total(&count, links, n, params);
-            let mut o = observed(segments, s, c.sent, c.lost, lossy);
-            o.background = !lossy && (c.lost as f64) <= 4.0 * params.p0(links) * c.sent as f64;
-            o
-        })
-        .collect();
-    Observations { segments }
-}
-
-fn observed(
-    segments: &Segments,
-    s: SegmentId,
-    sent: u64,
-    lost: u64,
-    lossy: bool,
-) -> ObservedSegment {
-    ObservedSegment {
-        segment: s,
-        subproblem: segments.subproblem_of[s as usize],
-        links: segments.get(s).links.clone(),
-        sent,
-        lost,
-        success: if lossy {
-            (sent - lost.min(sent)) as f64 / sent as f64
-        } else {
-            1.0
-        },
-        background: false,
-    }
-}

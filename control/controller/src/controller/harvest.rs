@@ -6,6 +6,7 @@ use canary_core::detect::{expected_by_downstream, vanished, SwitchRecords};
 use canary_core::fabric::{Fabric, SwitchError};
 use canary_core::topo::SwitchIx;
 use std::collections::{BTreeMap, HashSet};
+use std::time::Duration;
 
 /// What the harvest of one epoch left.
 pub(super) struct Harvested {
@@ -16,6 +17,21 @@ pub(super) struct Harvested {
 }
 
 impl Controller {
+    /// Waits for the epoch's end, then flips every monitor into `epoch`: when it flipped, and
+    /// the switches that did not answer.
+    pub(super) async fn flip_when_due<F: Fabric>(
+        &mut self,
+        fabric: &mut F,
+        epoch: u64,
+    ) -> (Duration, HashSet<SwitchIx>) {
+        let now = fabric.now();
+        if self.next_flip > now {
+            fabric.wait(self.next_flip - now).await;
+        }
+        let flipped_at = fabric.now();
+        (flipped_at, self.flip(fabric, epoch).await)
+    }
+
     /// Flips every monitor into `epoch`; the switches that did not answer. A monitor that missed
     /// the flip counts the new epoch in an older epoch's meters, so its segments sit that epoch
     /// out as well.
