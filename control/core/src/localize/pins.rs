@@ -178,6 +178,12 @@ mod tests {
     use super::*;
     use crate::detect::ObservedSegment;
 
+    /// The links `canary` blames on `obs`, diagnosed and merged as the controller does.
+    fn blamed_by(canary: &Canary, obs: &Observations) -> Vec<LinkIx> {
+        let v = canary.verdict(canary.diagnose(obs));
+        v.blamed.iter().map(|b| b.link).collect()
+    }
+
     fn seg(
         segment: u32,
         links: Vec<LinkIx>,
@@ -240,8 +246,7 @@ mod tests {
                 },
                 ..Default::default()
             };
-            let v = canary.verdict(canary.diagnose(&obs));
-            v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
+            blamed_by(&canary, &obs)
         };
         // Without the rule, CD's link order blames the neighbour: the testbed's failure.
         assert_eq!(localize(19, 24, false), vec![1]);
@@ -292,8 +297,7 @@ mod tests {
         // that out, so it stays out with likelihood ties on too.
         let canary = Canary::default();
         assert!(canary.params.likelihood_ties);
-        let v = canary.verdict(canary.diagnose(&obs));
-        assert_eq!(v.blamed.iter().map(|b| b.link).collect::<Vec<_>>(), vec![1]);
+        assert_eq!(blamed_by(&canary, &obs), vec![1]);
     }
 
     /// The testbed's healthy-fabric failure (issue 32), replayed from the run's observations:
@@ -327,8 +331,7 @@ mod tests {
                 },
                 ..Default::default()
             };
-            let v = canary.verdict(canary.diagnose(&obs));
-            v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
+            blamed_by(&canary, &obs)
         };
         assert_eq!(blamed(false), vec![0, 1], "the failure, without the rule");
         assert_eq!(blamed(true), vec![2]);
@@ -353,8 +356,7 @@ mod tests {
                 incumbents,
                 ..Default::default()
             };
-            let v = canary.verdict(canary.diagnose(&obs));
-            v.blamed.iter().map(|b| b.link).collect::<Vec<LinkIx>>()
+            blamed_by(&canary, &obs)
         };
         let by_order = blamed(vec![]);
         assert_eq!(by_order.len(), 1);
