@@ -7,7 +7,7 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, on_path, skip, wait_listening, KillOnDrop};
+use canary_testkit::{free_port, http_get, on_path, skip, wait_listening, KillOnDrop};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -29,11 +29,14 @@ const RUN: [&str; 10] = [
 
 type Proc = KillOnDrop;
 
-fn nats_server(dir: &Path) -> (Proc, String) {
+/// A JetStream server on loopback: the process, its client URL and its monitoring port.
+fn nats_server(dir: &Path) -> (Proc, String, u16) {
     let port = free_port();
+    let monitor = free_port();
     let log = std::fs::File::create(dir.join("nats.log")).unwrap();
     let child = Command::new("nats-server")
-        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string(), "-sd"])
+        .args(["-js", "-a", "127.0.0.1", "-p", &port.to_string()])
+        .args(["-m", &monitor.to_string(), "-sd"])
         .arg(dir.join("jetstream"))
         .stdout(log.try_clone().unwrap())
         .stderr(log)
@@ -43,7 +46,30 @@ fn nats_server(dir: &Path) -> (Proc, String) {
         wait_listening(port, Duration::from_secs(10)),
         "nats-server did not listen"
     );
-    (KillOnDrop(child), format!("nats://127.0.0.1:{port}"))
+    (
+        KillOnDrop(child),
+        format!("nats://127.0.0.1:{port}"),
+        monitor,
+    )
+}
+
+/// Messages the durable consumer `name` has handed out and not seen acknowledged, as
+/// nats-server's monitoring (`/jsz`) counts them; 0 while it does not answer.
+fn ack_pending(monitor: u16, name: &str) -> u64 {
+    let Some(body) = http_get(monitor, "/jsz?consumers=true") else {
+        return 0;
+    };
+    let v: Value = serde_json::from_str(&body).unwrap_or(Value::Null);
+    let streams = v["account_details"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .flat_map(|a| a["stream_detail"].as_array().into_iter().flatten());
+    streams
+        .flat_map(|s| s["consumer_detail"].as_array().into_iter().flatten())
+        .filter(|c| c["name"] == name)
+        .map(|c| c["num_ack_pending"].as_u64().unwrap_or(0))
+        .sum()
 }
 
 /// `canary worker` with `roles` on `partition` of run `t`, logging to `dir/<name>.log`.
@@ -126,7 +152,7 @@ fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
     let single: Value = serde_json::from_slice(&std::fs::read(&single).unwrap()).unwrap();
 
     // The cluster.
-    let (_nats, url) = nats_server(dir);
+    let (_nats, url, monitor) = nats_server(dir);
     let mut harvest: Vec<Proc> = (0..3)
         .map(|h| worker(dir, &url, &format!("harvest{h}"), "harvest", h))
         .collect();
@@ -170,7 +196,17 @@ fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
         let _ = p.0.wait();
     };
     kill(&mut harvest[1]);
-    std::thread::sleep(Duration::from_millis(1500));
+    // Join worker 0 now holds, unacknowledged, the other harvest partitions' records of the
+    // next epoch it is given: kill it only once it does (under load that can take seconds).
+    let t = Instant::now();
+    while ack_pending(monitor, "join-0") == 0 {
+        assert!(
+            t.elapsed() < Duration::from_secs(120),
+            "join worker 0 was never handed records to hold\n{}",
+            logs(dir)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
     kill(&mut joins[0]);
     std::thread::sleep(Duration::from_millis(500));
     harvest[1] = worker(dir, &url, "harvest1", "harvest", 1);
@@ -267,7 +303,7 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
     let lab = tofino_fabric::TofinoLab::start(dir).await;
     let switches = dir.join("switches.yaml");
     std::fs::write(&switches, &lab.switches_yaml).unwrap();
-    let (_nats, url) = nats_server(dir);
+    let (_nats, url, _) = nats_server(dir);
     let _workers: Vec<Proc> = (0..3)
         .map(|h| worker(dir, &url, &format!("harvest{h}"), "harvest", h))
         .chain((0..2).map(|j| worker(dir, &url, &format!("jl{j}"), "join,localize", j)))

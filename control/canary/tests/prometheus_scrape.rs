@@ -5,23 +5,11 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, on_path, repo_root, skip, KillOnDrop};
+use canary_testkit::{free_port, http_get as get, on_path, repo_root, skip, KillOnDrop};
 use serde_json::Value;
-use std::io::{Read, Write};
-use std::net::TcpStream;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 use tofino_fabric::TofinoLab;
-
-/// `GET path` from 127.0.0.1:`port`; the body.
-fn get(port: u16, path: &str) -> Option<String> {
-    let mut s = TcpStream::connect(("127.0.0.1", port)).ok()?;
-    s.set_read_timeout(Some(Duration::from_secs(5))).ok()?;
-    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
-    let mut text = String::new();
-    s.read_to_string(&mut text).ok()?;
-    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
-}
 
 /// The samples of an instant query: (labels, value).
 fn query(port: u16, q: &str) -> Vec<(Value, f64)> {

@@ -243,14 +243,7 @@ fn view_serves_a_finished_runs_epochs() {
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    let get = |path: &str| -> Option<String> {
-        use std::io::{Read, Write};
-        let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\n\r\n").ok()?;
-        let mut t = String::new();
-        s.read_to_string(&mut t).ok()?;
-        t.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
-    };
+    let get = |path: &str| canary_testkit::http_get(port, path);
     let mut body = None;
     for _ in 0..100 {
         body = get("/api/epochs");

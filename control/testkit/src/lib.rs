@@ -109,6 +109,20 @@ pub fn free_port() -> u16 {
         .port()
 }
 
+/// `GET path` from 127.0.0.1:`port` over HTTP/1.0; the body, or `None` when nothing answers
+/// within 5 s. Enough for a test to read a local server's API (Prometheus, nats-server's
+/// monitoring, `canary view`).
+pub fn http_get(port: u16, path: &str) -> Option<String> {
+    use std::io::{Read, Write};
+    let mut s = std::net::TcpStream::connect(("127.0.0.1", port)).ok()?;
+    s.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+        .ok()?;
+    write!(s, "GET {path} HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n").ok()?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).ok()?;
+    text.split_once("\r\n\r\n").map(|(_, b)| b.to_string())
+}
+
 /// Whether something accepts connections on 127.0.0.1:`port` (of the calling thread's network
 /// namespace) within `limit`, polling.
 pub fn wait_listening(port: u16, limit: std::time::Duration) -> bool {
