@@ -22,7 +22,8 @@ For each injected fault it shows the frames its link carried and whether they co
 loss p drops none of n frames with probability (1-p)^n, so below n = ln(20)/p (about 3/p) a fault
 of that size cannot be told from a healthy link at 95 % confidence ("too little traffic"). A
 fault whose link lost no more of the generators' frames than the background (its dropper's drops
-were ARP or ND) left nothing to find.
+were ARP or ND) left nothing to find. A link that lost most of its frames is never "too little
+evidence": the frames that vanished are the evidence, and missing it is a miss.
 
 Canary's decision on the counts (does a segment's loss cross it, how many packets a loss needs,
 a healthy segment's loss) is `canary decision`'s answer, with the controller's own defaults:
@@ -38,6 +39,11 @@ import math
 import sys
 
 from canary_testbed import canary
+
+
+# A link that lost at least this share of its frames is never excused for "too little
+# evidence": what vanished on it is the evidence.
+MOST = 0.5
 
 
 def key(link):
@@ -242,13 +248,18 @@ def main():
             fin += (f"  (nothing to find: it lost {lost_here} of the generators' {carried} "
                     f"frames, no more than a healthy link's background; its dropper's drops "
                     f"were other frames)")
+        elif link not in final and really[link] >= MOST:
+            # A link that lost most of its frames is never short of evidence: the frames that
+            # vanished are the evidence (Canary counts a flow that vanishes as lost).
+            fin += (f"  (it lost {really[link]:.2%} of its frames: the frames that vanished are "
+                    f"the evidence; Canary counted {n_counted} packets on its busiest segment)")
         elif link not in final and n_counted < need:
             starved.append(link)
             fin += (f"  (too little evidence: it really lost {really[link]:.2%}; no segment of "
                     f"Canary's through it carried more than {n_counted} packets, and telling "
                     f"a {really[link]:.2%} loss from the background on one takes about "
                     f"{math.ceil(need)})")
-        if link not in final and link not in starved and carried:
+        if link not in final and link not in starved and carried and really[link] < MOST:
             # What Canary's own flows counted: when no segment through the link lost enough of
             # its packets to cross the decision, missing the fault is the decision working, as
             # long as those flows lost what the link's kernel counters say it lost (a far lower
@@ -265,7 +276,7 @@ def main():
                            else "")
                         + f"; its flows lost {lost} of {n}, within chance of the link's "
                         f"{really[link]:.2%} loss)")
-        if link not in final and link not in starved:
+        if link not in final and link not in starved and really[link] < MOST:
             n, lost = counted.get(link, [0, 0])
             fin += (f"  (Canary's flows: {lost} of {n} packets lost through it"
                     + ("; too few to show this loss" if n < enough(loss) else "") + ")")

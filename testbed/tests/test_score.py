@@ -148,3 +148,15 @@ def test_evidence_maps_give_each_links_smallest_loss_shown():
     assert packets == {"a->b": 300}
     assert round(s.enough(0.01)) == 298
     assert s.at_most(0, 10, 0.5) == 0.5 ** 10
+
+
+def test_a_link_that_lost_most_of_its_frames_is_a_miss_never_too_little_evidence(tmp_path,
+                                                                                  canary_bin):
+    # A blackhole before any flow was selected through it: Canary counted nothing there, and
+    # the 653 frames that vanished are the evidence it missed.
+    said, v, ok = score(tmp_path, run_doc(faults=(("agg0_0", "core1", 1.0),)),
+                        acct_doc({"agg0_0->core1": (654, 653)}), canary_bin)
+    assert not ok, said
+    assert v["missed"] == ["agg0_0->core1"], said
+    assert "too little" not in said, said
+    assert "the frames that vanished are the evidence" in said, said

@@ -746,3 +746,58 @@ fn fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared() {
         "blamed after the all-clear: {said}"
     );
 }
+
+/// A link that drops every frame from epoch 3 on (`k4-blackhole.yaml`): the flows Canary had
+/// selected through it vanish there, and a vanished flow's packets are counted as lost on its
+/// segment. The link is blamed from within an epoch of the onset to the end of the run, and
+/// nothing is blamed that the accounting cannot explain. About 40 s.
+#[test]
+fn fattree4_a_link_that_drops_every_frame_is_blamed_from_its_onset() {
+    if let Some(m) = missing() {
+        skip(&m);
+        return;
+    }
+    let dir = RunDir::new();
+    let faults = repo_root().join("testbed/faults/k4-blackhole.yaml");
+    let r = run_fattree4(&faults, 12, dir.path());
+    let traffic = read(dir.path(), "traffic/summary.json");
+    let acct = Accounting::read(dir.path(), &traffic);
+    acct.balances();
+    // The link lost most of the frames sent on it (all of them from the onset on).
+    let l = &acct.links["agg1_0->core0"];
+    assert!(
+        l.lost * 2 > l.sent,
+        "agg1_0->core0 lost {} of {}",
+        l.lost,
+        l.sent
+    );
+    let (said, v) = score_check(dir.path(), &r);
+    assert_eq!(v["false_positives"], serde_json::json!([]), "{said}");
+    let o = &r.json["summary"]["over_time"];
+    let detected = o["faults"][0]["detected"]
+        .as_u64()
+        .unwrap_or_else(|| panic!("never blamed: {said}"));
+    assert!((3..=4).contains(&detected), "{o}");
+    let epochs = r.json["epochs"].as_array().unwrap();
+    let link = serde_json::json!(["agg1_0", "core0"]);
+    let blamed_in = |e: &serde_json::Value| {
+        e["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["link"] == link)
+    };
+    let not_blamed: Vec<u64> = epochs[detected as usize..]
+        .iter()
+        .filter(|e| !blamed_in(e))
+        .map(|e| e["epoch"].as_u64().unwrap())
+        .collect();
+    assert!(
+        not_blamed.is_empty(),
+        "not blamed in epochs {not_blamed:?} after {detected}: {said}"
+    );
+    assert!(
+        epochs[..3].iter().all(|e| !blamed_in(e)),
+        "blamed before the onset: {said}"
+    );
+}
