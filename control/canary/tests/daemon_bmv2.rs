@@ -61,6 +61,14 @@ fn blamed(v: &Value) -> Vec<(String, String)> {
 /// The two-switch line with 10 % loss on s1→s2, and its topology file; `None` (after printing
 /// SKIP) where the tools are missing.
 fn line2_losing_10_percent() -> Option<(String, FabricLab)> {
+    let (topology, lab) = line2_healthy()?;
+    lab.link_loss("s1", "s2", 10.0);
+    Some((topology, lab))
+}
+
+/// The two-switch line, no loss yet, and its topology file; `None` (after printing SKIP) where
+/// the tools are missing.
+fn line2_healthy() -> Option<(String, FabricLab)> {
     if missing() {
         return None;
     }
@@ -69,9 +77,10 @@ fn line2_losing_10_percent() -> Option<(String, FabricLab)> {
         return None;
     }
     let topology = topo_file("line2.yaml");
-    let lab = FabricLab::new(load_topology(&topology, None).unwrap());
-    lab.link_loss("s1", "s2", 10.0);
-    Some((topology, lab))
+    Some((
+        topology.clone(),
+        FabricLab::new(load_topology(&topology, None).unwrap()),
+    ))
 }
 
 /// Two switches, 10% netem loss on s1→s2 only: the daemon runs 20 one-second epochs, blames
@@ -181,6 +190,96 @@ fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
         write,
         Some(tonic::Code::PermissionDenied),
         "a backup controller's write must be refused"
+    );
+}
+
+/// Two switches; after the daemon has reported 4 epochs, s1→s2 starts dropping every frame (a
+/// dead optic that still shows link up). Its monitored flows vanish: the report says so, and
+/// the link is blamed from within two epochs of the onset to the end, near 100 %, with nothing
+/// else blamed.
+#[test]
+fn line2_run_blames_a_link_that_starts_dropping_every_frame() {
+    let Some((topology, lab)) = line2_healthy() else {
+        return;
+    };
+    let traffic = lab.traffic(200, 8, 200.0, 11);
+    let json = lab.path("run.json");
+    let report = lab.path("epochs.jsonl");
+    let mut d = lab.daemon(&[
+        "--topology",
+        &topology,
+        "--epochs",
+        "12",
+        "--epoch-ms",
+        "1000",
+        "--alpha",
+        "200",
+        "--beta",
+        "4",
+        "--eta",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]);
+    let reported = || {
+        std::fs::read_to_string(&report)
+            .unwrap_or_default()
+            .lines()
+            .count()
+    };
+    let t = Instant::now();
+    while reported() < 4 {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "no 4 epochs reported: {}",
+            lab.daemon_output()
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    lab.link_loss("s1", "s2", 100.0);
+    // The epoch that counts as the drop begins: the one after the last reported.
+    let onset = reported() as u64;
+
+    let status = wait_child(&mut d.0, Duration::from_secs(120));
+    traffic.stop();
+    assert!(
+        status.is_some_and(|s| s.success()),
+        "daemon failed: {}",
+        lab.daemon_output()
+    );
+    let v = read_json(&json);
+    let epochs = v["epochs"].as_array().expect("epochs in --json");
+    assert_eq!(epochs.len(), 12, "{}", lab.daemon_output());
+    let link = ("s1".to_string(), "s2".to_string());
+    let first = epochs
+        .iter()
+        .find(|e| !blamed(&e["blamed"]).is_empty())
+        .unwrap_or_else(|| panic!("never blamed: {}", lab.daemon_output()));
+    let detected = first["epoch"].as_u64().unwrap();
+    assert!(
+        (onset..=onset + 1).contains(&detected),
+        "first blamed in epoch {detected}, the drop began in {onset}"
+    );
+    for e in &epochs[detected as usize..] {
+        assert_eq!(
+            blamed(&e["blamed"]),
+            vec![link.clone()],
+            "epoch {}",
+            e["epoch"]
+        );
+    }
+    let vanished: u64 = epochs
+        .iter()
+        .map(|e| e["flows_vanished"].as_u64().unwrap_or(0))
+        .sum();
+    assert!(vanished > 0, "no flow said to have vanished");
+    let est = epochs[11]["blamed"][0]["loss"].as_f64().unwrap();
+    assert!(est > 0.8, "estimated loss {est} in the last epoch");
+    eprintln!(
+        "line2 blackhole: the drop began in epoch {onset}, first blamed in {detected}; \
+         {vanished} flow-epochs vanished; last estimate {est:.3}"
     );
 }
 

@@ -289,8 +289,14 @@ impl FabricLab {
         nft(&format!(
             "add chain netdev canary_loss {iface} {{ type filter hook egress device \"{iface}\" priority 0; }}"
         ));
+        // numgen's range ends at 999999: every frame is a rule without it.
+        let random = if per_million >= 1_000_000 {
+            String::new()
+        } else {
+            format!("numgen random mod 1000000 < {per_million} ")
+        };
         nft(&format!(
-            "add rule netdev canary_loss {iface} numgen random mod 1000000 < {per_million} counter drop"
+            "add rule netdev canary_loss {iface} {random}counter drop"
         ));
     }
 
