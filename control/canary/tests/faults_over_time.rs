@@ -1,5 +1,5 @@
 //! Faults as production has them, through the whole pipeline on the simulated fabric: a fault
-//! that starts and is repaired, a device, a share of flows, a flapping link, a loss below 0.1 %
+//! that starts and is repaired, a link dead from the start, a device, a share of flows, a flapping link, a loss below 0.1 %
 //! under background noise, and a healthy fabric under noise. Scored by the run's own summary,
 //! epoch by epoch against the schedule.
 
@@ -115,6 +115,30 @@ fn a_fault_on_a_quarter_of_the_flows_is_found() {
     assert!(t.detected.is_some_and(|d| d <= 5), "{}", timing(t));
     assert_eq!(blamed_in(&r, 14), ["edge2_1→agg2_0"]);
     assert_eq!(r.summary.f1, 1.0);
+}
+
+/// A link dead before any flow through it was selected: its segments' HH rules downstream see
+/// nothing, so flows are found entering at their upstream monitor and predicted onto them by
+/// the forwarding the controller installed (`select::predict`); they vanish, and the link is
+/// blamed from epoch 2 on, nothing else in any epoch.
+#[test]
+fn a_link_dead_from_the_start_is_blamed_by_epoch_2() {
+    let f = fault_file(
+        "dead.yaml",
+        "faults:\n  - {link: [agg1_0, core1], loss: 1.0}\n",
+    );
+    let r = simulate("fattree:8", f.to_str().unwrap(), 8, 2, 0.0);
+    let t = &r.summary.over_time.faults[0];
+    assert!(t.detected.is_some_and(|d| d <= 2), "{}", timing(t));
+    let predicted: u32 = r.epochs.iter().map(|e| e.selection.predicted).sum();
+    assert!(
+        predicted > 0,
+        "no flow was predicted onto the dead link's segments"
+    );
+    for e in t.detected.unwrap() as usize..8 {
+        assert_eq!(blamed_in(&r, e), ["agg1_0→core1"], "epoch {e}");
+    }
+    assert_eq!(r.summary.over_time.false_positive_link_epochs, 0);
 }
 
 #[test]

@@ -212,6 +212,13 @@ pub trait Fabric {
     fn out_of_service(&self) -> Vec<crate::topo::LinkIx> {
         Vec::new()
     }
+    /// The ports of the forwarding Canary installed on the switches (routes and ECMP groups
+    /// from the topology, `topo::ForwardingState`), when Canary owns the forwarding: the
+    /// controller then predicts where a flow goes (`select::predict`). `None` when another
+    /// controller owns it.
+    fn own_forwarding(&self) -> Option<crate::topo::PortMap> {
+        None
+    }
     /// What an earlier controller left on the switches, found when this fabric connected: the
     /// controller resumes from it instead of starting from nothing. Taken once.
     fn take_resumed(&mut self) -> Option<Resumed> {

@@ -83,6 +83,9 @@ struct Monitored {
     /// Its DSM has counted it on this segment since its rules were installed and the
     /// forwarding last changed on its way: its absence downstream is loss ([`FlowSelector::expected`]).
     verified: bool,
+    /// Monitored because the forwarding sends it this way ([`predict`]), not yet counted
+    /// arriving: its segment still has no flow seen to arrive.
+    predicted: bool,
 }
 
 /// What selection did in one epoch.
@@ -97,6 +100,14 @@ pub struct SelectionStats {
     /// Reports and HH rules refused because a switch's table was full.
     #[serde(default)]
     pub refused_full: u32,
+    /// Flows seen entering the fabric and monitored on the segment the forwarding sends them
+    /// onto, which had none ([`predict`]).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub predicted: u32,
+}
+
+fn is_zero(n: &u32) -> bool {
+    *n == 0
 }
 
 #[derive(Clone, Debug)]
@@ -136,6 +147,12 @@ pub struct FlowSelector {
     /// already counted (it serves another segment): their first epoch's counts disagree by the
     /// packets sent before the DSM rule was in ([`FlowSelector::take_half_counted`]).
     half_counted: HashSet<(FlowId, SegmentId)>,
+    /// The forwarding the controller installed, while it is the fabric's ([`predict`]).
+    predictor: Option<std::sync::Arc<predict::Predictor>>,
+    /// Entry rules by switch ([`entry`]).
+    entry: HashMap<SwitchIx, entry::EntryRule>,
+    /// Segments without a monitored flow whose HH rule brought none in the last epoch.
+    unseen: HashSet<SegmentId>,
     pub stats: SelectionStats,
 }
 
@@ -162,6 +179,9 @@ impl FlowSelector {
             parked: HashMap::new(),
             unsettled: HashSet::new(),
             half_counted: HashSet::new(),
+            predictor: None,
+            entry: HashMap::new(),
+            unseen: HashSet::new(),
             stats: SelectionStats::default(),
         }
     }
@@ -194,9 +214,12 @@ impl FlowSelector {
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
+        let entries: Vec<&HhReport> = reports.iter().filter(|r| self.is_entry_report(r)).collect();
+        self.on_entry_reports(&entries, segments, codec, &mut ops);
         // The segments furthest short first: they get the table space there is.
         let mut decoded: Vec<(&HhReport, Option<SegmentId>)> = reports
             .iter()
+            .filter(|r| !self.is_entry_report(r))
             .map(|r| match codec.decode(r.switch, r.path_bf) {
                 Decoded::Segment(seg) => (r, Some(seg)),
                 _ => (r, None),
@@ -299,6 +322,7 @@ impl FlowSelector {
         self.park(round_over);
         ops.extend(self.unpark(segments));
         self.ask_where_short(det, answered, segments, codec, &mut ops);
+        self.predict_from_arrivals(det, segments, codec, &mut ops);
         ops
     }
 
@@ -348,6 +372,7 @@ impl FlowSelector {
                 path_bf,
                 idle_epochs: 0,
                 verified,
+                predicted: false,
             },
         );
         *self.per_segment.entry(seg).or_default() += 1;
@@ -374,6 +399,8 @@ impl FlowSelector {
 mod absence;
 mod ask;
 mod capacity;
+mod entry;
+pub mod predict;
 mod recovery;
 mod rounds;
 #[cfg(test)]

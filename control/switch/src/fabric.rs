@@ -87,6 +87,8 @@ pub struct SwitchFabric<D, C = WallClock> {
     resumed: Option<Resumed>,
     /// Another controller became primary for a switch: the first such answer.
     demoted: Option<String>,
+    /// The switches' ports, as the forwarding Canary installs is laid out on them.
+    ports: PortMap,
     pub counters: FabricCounters,
 }
 
@@ -133,6 +135,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             events: Vec::new(),
             resumed: None,
             demoted: None,
+            ports: ports.clone(),
             counters: FabricCounters::default(),
         }
     }
@@ -148,6 +151,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             events: self.events,
             resumed: self.resumed,
             demoted: self.demoted,
+            ports: self.ports,
             counters: self.counters,
         }
     }
@@ -249,6 +253,11 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
 
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         std::mem::take(&mut self.events)
+    }
+
+    fn own_forwarding(&self) -> Option<PortMap> {
+        // Attached beside the fabric's own controller, the forwarding is not ours to predict.
+        (!self.opts.attach_only).then(|| self.ports.clone())
     }
 
     fn take_resumed(&mut self) -> Option<Resumed> {

@@ -71,6 +71,11 @@ impl Controller {
         // Flows that moved are not expected where they were: forwarding changes first.
         let moved: HashSet<SwitchIx> = fabric.take_forwarding_changes().await.into_iter().collect();
         self.selector.forwarding_changed(&moved, &self.segments);
+        if !moved.is_empty() {
+            // The fabric's own control changed the forwarding: the controller's picture of it
+            // predicts no flow any more.
+            self.selector.set_predictor(None);
+        }
         // Flows moved while this epoch (and perhaps the next) counted: what their old segments
         // missed is not loss. Their segments sit both epochs out, as an outage's do.
         for &s in &moved {

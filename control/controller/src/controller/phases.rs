@@ -221,5 +221,6 @@ fn diff(a: SelectionStats, b: SelectionStats) -> SelectionStats {
         reports: a.reports - b.reports,
         reports_ignored: a.reports_ignored - b.reports_ignored,
         refused_full: a.refused_full - b.refused_full,
+        predicted: a.predicted - b.predicted,
     }
 }

@@ -6,9 +6,11 @@ use super::timing::resume_epoch;
 use super::Controller;
 use crate::report::EpochReport;
 use canary_core::fabric::Fabric;
+use canary_core::select::predict::Predictor;
 use canary_core::select::RuleCapacity;
 use canary_core::topo::SwitchIx;
 use std::collections::HashSet;
+use std::sync::Arc;
 
 impl Controller {
     /// Starts epoch 0: every monitor counts in it and every segment asks for flows, within what
@@ -30,6 +32,10 @@ impl Controller {
     ) -> Vec<EpochReport> {
         self.selector
             .set_capacity(RuleCapacity::of(&fabric.capacity()));
+        let predictor = fabric
+            .own_forwarding()
+            .map(|ports| Arc::new(Predictor::new(&self.topo, &ports, &self.codec.masks)));
+        self.selector.set_predictor(predictor);
         let first = last_reported.map_or(0, |e| e + 1);
         self.plan_watch(&fabric.capacity(), first);
         let Some(resumed) = fabric.take_resumed().filter(|r| !r.tags.is_empty()) else {

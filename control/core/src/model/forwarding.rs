@@ -90,6 +90,15 @@ pub struct Router {
 }
 
 impl Router {
+    /// The forwarding step of a switch holding `state`, whose pathBF mask (the ECMP hash's
+    /// salt) is `mask`: what the controller expects the switch it configured to do.
+    pub fn new(state: ForwardingState, mask: u32) -> Self {
+        Router {
+            fwd: Arc::new(Forwarding::new(state)),
+            mask,
+        }
+    }
+
     /// [`SwitchModel::route`].
     pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
         self.fwd.route(self.mask, flow, c32)

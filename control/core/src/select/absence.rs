@@ -111,6 +111,7 @@ impl FlowSelector {
             }
             if on.contains(&seg) {
                 m.verified = true;
+                m.predicted = false;
             } else if on.iter().any(|&o| segments.get(o).upstream() == m.upstream) {
                 m.verified = false;
             }

@@ -42,13 +42,26 @@ impl FlowSelector {
             order.push((by, i));
         }
         order.sort_by(|a, b| b.0.total_cmp(&a.0).then(a.1.cmp(&b.1)));
+        // Segments with a flow counted arriving: the others deliver nothing we have seen, and
+        // flows predicted onto them keep coming until one arrives.
+        let arrived: HashSet<SegmentId> = self
+            .flows
+            .iter()
+            .filter(|(_, m)| !m.predicted)
+            .map(|(&(_, seg), _)| seg)
+            .collect();
+        self.unseen.clear();
         for (_, i) in order {
             let seg = &segments.list[i];
             let id = i as SegmentId;
             let c = det.segments.get(&id).copied().unwrap_or_default();
             let short = c.sent < self.params.alpha || c.flows < self.params.beta;
             let path_bf = codec.segment_bf[i];
+            let have = self.per_segment.get(&id).copied().unwrap_or(0);
             if let Some(rule) = self.hh.get_mut(&id) {
+                if short && !arrived.contains(&id) && rule.reports == 0 {
+                    self.unseen.insert(id);
+                }
                 if self.params.adaptive_eta && short && rule.reports == 0 && rule.eta > 0 {
                     rule.eta /= 2;
                     let eta = rule.eta;
@@ -61,7 +74,6 @@ impl FlowSelector {
                 rule.reports = 0;
                 continue;
             }
-            let have = self.per_segment.get(&id).copied().unwrap_or(0);
             if short && have < self.params.max_flows_per_segment {
                 if !self.room(seg.downstream(), HH) {
                     self.stats.refused_full += 1;
@@ -85,5 +97,6 @@ impl FlowSelector {
                 self.stats.hh_rules_installed += 1;
             }
         }
+        self.ask_at_entries(segments, ops);
     }
 }

@@ -40,6 +40,13 @@ impl FlowSelector {
                 });
             }
         }
+        if let Some(rule) = self.entry.get(&switch) {
+            ops.push(RuleOp::InstallHh {
+                switch,
+                path_bf: super::entry::ENTRY_BF,
+                eta: rule.eta,
+            });
+        }
         ops
     }
 
@@ -92,6 +99,7 @@ impl FlowSelector {
                     path_bf,
                     idle_epochs: 0,
                     verified: false,
+                    predicted: false,
                 },
             );
             self.used(switch, DSM, 1);
@@ -177,6 +185,7 @@ impl FlowSelector {
         }
         self.hh
             .retain(|&seg, _| segments.get(seg).downstream() != switch);
+        self.entry.remove(&switch);
         if let Some(u) = self.usage.get_mut(&switch) {
             u[HH] = 0;
         }

@@ -30,6 +30,10 @@ impl Fabric for SimFabric {
         out
     }
 
+    fn own_forwarding(&self) -> Option<canary_core::topo::PortMap> {
+        Some(self.ports.clone())
+    }
+
     fn out_of_service(&self) -> Vec<canary_core::topo::LinkIx> {
         self.out_of_service.clone()
     }
