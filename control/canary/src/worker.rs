@@ -15,13 +15,14 @@ pub struct WorkerArgs {
     /// The run to work for (the controller's `--run`).
     #[arg(long, default_value = "canary")]
     run: String,
-    /// The stages to take part in, e.g. `harvest` or `join,localize`.
-    #[arg(long, value_delimiter = ',', required = true)]
-    role: Vec<Role>,
+    /// The stages to take part in, e.g. `harvest` or `join,localize`. (`--role` is its old
+    /// name, kept: `canary run --role` is a P4Runtime role.)
+    #[arg(long, alias = "role", value_delimiter = ',', required = true)]
+    stages: Vec<Role>,
     /// The partition of each stage this worker takes (0-based).
     #[arg(long, default_value_t = 0)]
     partition: u32,
-    /// With the `report` role: the report file, one JSON line per epoch.
+    /// With the `report` stage: the report file, one JSON line per epoch.
     #[arg(long)]
     report: Option<PathBuf>,
 }
@@ -29,7 +30,7 @@ pub struct WorkerArgs {
 pub fn command(a: WorkerArgs) -> Result<()> {
     let opts = WorkerOptions {
         cluster: ClusterConfig::new(&a.cluster, &a.run)?,
-        roles: a.role,
+        roles: a.stages,
         partition: a.partition,
         report: a.report,
     };

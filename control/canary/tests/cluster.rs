@@ -80,7 +80,7 @@ fn worker(dir: &Path, url: &str, name: &str, roles: &str, partition: u32) -> Pro
         .open(dir.join(format!("{name}.log")))
         .unwrap();
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
-    cmd.args(["worker", "--cluster", url, "--run", "t", "--role", roles])
+    cmd.args(["worker", "--cluster", url, "--run", "t", "--stages", roles])
         .args(["--partition", &partition.to_string()])
         .env("RUST_LOG", "info")
         .stdout(Stdio::null())

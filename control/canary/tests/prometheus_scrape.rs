@@ -56,7 +56,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
             .args(["--epochs", "30", "--epoch-ms", "1000", "--drain-ms", "20"])
             .args(["--alpha", "300", "--beta", "20"])
             .args(["--metrics", &format!("127.0.0.1:{metrics}")])
-            .args(["--http", &format!("127.0.0.1:{http}")])
+            .args(["--serve", &format!("127.0.0.1:{http}")])
             .stdout(Stdio::null())
             .stderr(Stdio::piped())
             .spawn()

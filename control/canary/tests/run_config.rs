@@ -86,6 +86,33 @@ fn the_shipped_example_loads() {
     );
 }
 
+/// The page is `serve` (as `simulate --serve`); the old `--http` flag and `http:` key still
+/// load, as `serve`.
+#[test]
+fn the_page_is_serve_and_its_old_name_http_still_loads() {
+    let dir = tempfile::tempdir().unwrap();
+    let base = "topology: fattree:4\nswitches: /s.yaml\np4: /p4\n";
+    for (text, flag) in [
+        (format!("{base}serve: 127.0.0.1:8080\n"), None),
+        (format!("{base}http: 127.0.0.1:8080\n"), None),
+        (base.to_string(), Some("--http")),
+        (base.to_string(), Some("--serve")),
+    ] {
+        let cfg = write(dir.path(), "c.yaml", &text);
+        let mut args = vec!["run", "--config", cfg.to_str().unwrap(), "--print-config"];
+        if let Some(f) = flag {
+            args.extend([f, "127.0.0.1:8080"]);
+        }
+        let out = canary(&args);
+        assert_eq!(status(&out), Some(0), "{text} {flag:?}: {}", stderr(&out));
+        assert!(
+            stdout(&out).contains("serve: 127.0.0.1:8080"),
+            "{text} {flag:?}: {}",
+            stdout(&out)
+        );
+    }
+}
+
 #[test]
 fn flags_override_the_file_and_the_rest_comes_from_it() {
     let dir = tempfile::tempdir().unwrap();

@@ -197,7 +197,7 @@ pub struct Cluster {
     #[arg(long, default_value_t = Cluster::default().run, requires = "url")]
     pub run: String,
     /// Partitions of the harvest, join and localizer stages: `H,J,L`. Each partition needs one
-    /// worker (`canary worker --role ... --partition N`).
+    /// worker (`canary worker --stages ... --partition N`).
     #[arg(long, default_value = "3,2,2", value_parser = serde_str::partitions, requires = "url")]
     #[serde(with = "serde_str::parts")]
     pub partitions: Parts,
@@ -289,9 +289,11 @@ pub struct RunConfig {
     /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
-    /// Serve the live fabric page at http://ADDR/, e.g. 127.0.0.1:8080.
-    #[arg(long, value_name = "ADDR")]
-    pub http: Option<String>,
+    /// Serve the live fabric page at http://ADDR/, e.g. 127.0.0.1:8080 (as `simulate --serve`;
+    /// `--http` and the config key `http` are its old names, kept).
+    #[arg(long, alias = "http", value_name = "ADDR")]
+    #[serde(alias = "http")]
+    pub serve: Option<String>,
     #[command(flatten)]
     pub pipeline: Pipeline,
     #[command(flatten)]
@@ -344,7 +346,7 @@ impl Default for RunConfig {
             incidents: None,
             faults: None,
             metrics: None,
-            http: None,
+            serve: None,
             pipeline: Pipeline::default(),
             cluster: Cluster::default(),
             election_id: 1,

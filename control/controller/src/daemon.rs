@@ -115,7 +115,7 @@ impl RunOptions {
             },
             faults: c.faults.clone(),
             metrics: c.metrics.clone(),
-            http: c.http.clone(),
+            http: c.serve.clone(),
             pipeline: c.pipeline.clone(),
             bmv2: Bmv2Options {
                 election_id: u128::from(c.election_id),

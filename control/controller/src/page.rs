@@ -1,4 +1,4 @@
-//! The live fabric page: what `canary run --http`, `canary simulate --serve` and `canary view`
+//! The live fabric page: what `canary run --serve`, `canary simulate --serve` and `canary view`
 //! serve. One HTML file with its script and style inline (no build chain, no CDN: it works
 //! offline), and three JSON endpoints it reads:
 //!

@@ -363,7 +363,7 @@ async fn report(js: &Context, opts: &WorkerOptions) -> Result<()> {
     let path = opts
         .report
         .clone()
-        .ok_or_else(|| ClusterError::Setup("the report role needs --report FILE".into()))?;
+        .ok_or_else(|| ClusterError::Setup("the report stage needs --report FILE".into()))?;
     let mut file = ReportFile::open(&path).map_err(|e| ClusterError::Io(format!("{e:#}")))?;
     let subject = cfg.reports();
     let mut input = inputs(js, cfg, "reporter".into(), subject.clone()).await?;

@@ -225,7 +225,7 @@ impl RunConfig {
                 "must be at least 1 ms",
             ));
         }
-        for (key, addr) in [("metrics", &self.metrics), ("http", &self.http)] {
+        for (key, addr) in [("metrics", &self.metrics), ("serve", &self.serve)] {
             if let Some(a) = addr {
                 if let Err(why) = listen_address(a) {
                     out.push(Invalid::run(key, a, why));
