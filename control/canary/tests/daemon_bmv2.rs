@@ -66,6 +66,34 @@ fn line2_losing_10_percent() -> Option<(String, FabricLab)> {
     Some((topology, lab))
 }
 
+/// `canary run` on the two-switch line for `epochs` one-second epochs, with the α, β and η its
+/// few flows can meet, writing `json` and the per-epoch `report`.
+fn line2_daemon_args<'a>(
+    topology: &'a str,
+    epochs: &'a str,
+    json: &'a std::path::Path,
+    report: &'a std::path::Path,
+) -> Vec<&'a str> {
+    vec![
+        "--topology",
+        topology,
+        "--epochs",
+        epochs,
+        "--epoch-ms",
+        "1000",
+        "--alpha",
+        "200",
+        "--beta",
+        "4",
+        "--eta",
+        "4",
+        "--json",
+        json.to_str().unwrap(),
+        "--report",
+        report.to_str().unwrap(),
+    ]
+}
+
 /// The two-switch line, no loss yet, and its topology file; `None` (after printing SKIP) where
 /// the tools are missing.
 fn line2_healthy() -> Option<(String, FabricLab)> {
@@ -96,30 +124,16 @@ fn line2_run_localizes_netem_loss_and_refuses_a_second_controller() {
     let traffic = lab.traffic(200, 8, 200.0, 7);
     let json = lab.path("run.json");
     let report = lab.path("epochs.jsonl");
-    let mut d = lab.daemon(&[
-        "--topology",
-        &topology,
-        "--epochs",
-        "20",
-        "--epoch-ms",
-        "1000",
-        "--alpha",
-        "200",
-        "--beta",
-        "4",
-        "--eta",
-        "4",
+    let mut args = line2_daemon_args(&topology, "20", &json, &report);
+    args.extend([
         "--election-id",
         "10",
         "--metrics",
         "127.0.0.1:9464",
         "--faults",
         faults.to_str().unwrap(),
-        "--json",
-        json.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
     ]);
+    let mut d = lab.daemon(&args);
 
     // Mid-run: metrics are served, and a lower election id gets no write access.
     std::thread::sleep(Duration::from_secs(8));
@@ -205,24 +219,7 @@ fn line2_run_blames_a_link_that_starts_dropping_every_frame() {
     let traffic = lab.traffic(200, 8, 200.0, 11);
     let json = lab.path("run.json");
     let report = lab.path("epochs.jsonl");
-    let mut d = lab.daemon(&[
-        "--topology",
-        &topology,
-        "--epochs",
-        "12",
-        "--epoch-ms",
-        "1000",
-        "--alpha",
-        "200",
-        "--beta",
-        "4",
-        "--eta",
-        "4",
-        "--json",
-        json.to_str().unwrap(),
-        "--report",
-        report.to_str().unwrap(),
-    ]);
+    let mut d = lab.daemon(&line2_daemon_args(&topology, "12", &json, &report));
     let reported = || {
         std::fs::read_to_string(&report)
             .unwrap_or_default()

@@ -161,12 +161,12 @@ impl FlowSelector {
         codec: &PathBfCodec,
     ) -> Vec<RuleOp> {
         let mut ops = Vec::new();
-        let entries: Vec<&HhReport> = reports.iter().filter(|r| self.is_entry_report(r)).collect();
+        let (entries, rest): (Vec<&HhReport>, Vec<&HhReport>) =
+            reports.iter().partition(|r| self.is_entry_report(r));
         self.on_entry_reports(&entries, segments, codec, &mut ops);
         // The segments furthest short first: they get the table space there is.
-        let mut decoded: Vec<(&HhReport, Option<SegmentId>)> = reports
-            .iter()
-            .filter(|r| !self.is_entry_report(r))
+        let mut decoded: Vec<(&HhReport, Option<SegmentId>)> = rest
+            .into_iter()
             .map(|r| match codec.decode(r.switch, r.path_bf) {
                 Decoded::Segment(seg) => (r, Some(seg)),
                 _ => (r, None),
@@ -353,6 +353,8 @@ mod recovery;
 mod rounds;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_predict;
 
 pub use capacity::{FullTable, RuleCapacity};
 use capacity::{DSM, HH, USM};

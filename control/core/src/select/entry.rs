@@ -7,7 +7,7 @@ use super::FlowSelector;
 use crate::detect::EpochDetection;
 use crate::fabric::{HhReport, RuleOp};
 use crate::pathbf::PathBfCodec;
-use crate::topo::{SegmentId, Segments, SwitchIx};
+use crate::topo::{Segments, SwitchIx};
 use std::sync::Arc;
 
 /// The pathBF of a packet that came in from a host: no switch has stamped it yet.
@@ -116,25 +116,15 @@ impl FlowSelector {
         };
         for r in reports {
             self.stats.reports += 1;
-            let seg: Option<SegmentId> = p.next_segment(segments, r.switch, &r.flow);
-            let Some(seg) = seg.filter(|s| self.unseen.contains(s)) else {
-                self.stats.reports_ignored += 1;
-                continue;
-            };
-            let have = self.per_segment.get(&seg).copied().unwrap_or(0);
-            if self.flows.contains_key(&(r.flow, seg)) || have >= self.params.beta {
-                self.stats.reports_ignored += 1;
-                continue;
-            }
-            let bf = codec.segment_bf[seg as usize];
-            if self.start_monitoring(segments, seg, r.flow, bf, true, ops) {
-                if let Some(m) = self.flows.get_mut(&(r.flow, seg)) {
-                    m.predicted = true;
+            match self.monitor_predicted(&p, r.switch, r.flow, segments, codec, ops) {
+                None => self.stats.reports_ignored += 1,
+                Some(true) => {
+                    if let Some(rule) = self.entry.get_mut(&r.switch) {
+                        rule.useful += 1;
+                    }
                 }
-                self.stats.predicted += 1;
-                if let Some(rule) = self.entry.get_mut(&r.switch) {
-                    rule.useful += 1;
-                }
+                // A full table, counted where it refused.
+                Some(false) => {}
             }
         }
     }
@@ -170,23 +160,37 @@ impl FlowSelector {
         arrivals.sort_unstable();
         arrivals.dedup();
         for (at, flow) in arrivals {
-            let Some(seg) = p
-                .next_segment(segments, at, &flow)
-                .filter(|s| self.unseen.contains(s))
-            else {
-                continue;
-            };
-            let have = self.per_segment.get(&seg).copied().unwrap_or(0);
-            if self.flows.contains_key(&(flow, seg)) || have >= self.params.beta {
-                continue;
-            }
-            let bf = codec.segment_bf[seg as usize];
-            if self.start_monitoring(segments, seg, flow, bf, true, ops) {
-                if let Some(m) = self.flows.get_mut(&(flow, seg)) {
-                    m.predicted = true;
-                }
-                self.stats.predicted += 1;
-            }
+            self.monitor_predicted(&p, at, flow, segments, codec, ops);
         }
+    }
+
+    /// Monitors `flow`, seen at monitor `from`, on the segment the forwarding sends it onto if
+    /// that segment is unseen and short of β flows; expected at once. `None` when the flow is
+    /// not for such a segment, `Some(false)` when a table is full.
+    fn monitor_predicted(
+        &mut self,
+        p: &Predictor,
+        from: SwitchIx,
+        flow: crate::FlowId,
+        segments: &Segments,
+        codec: &PathBfCodec,
+        ops: &mut Vec<RuleOp>,
+    ) -> Option<bool> {
+        let seg = p
+            .next_segment(segments, from, &flow)
+            .filter(|s| self.unseen.contains(s))?;
+        let have = self.per_segment.get(&seg).copied().unwrap_or(0);
+        if self.flows.contains_key(&(flow, seg)) || have >= self.params.beta {
+            return None;
+        }
+        let bf = codec.segment_bf[seg as usize];
+        if !self.start_monitoring(segments, seg, flow, bf, true, ops) {
+            return Some(false);
+        }
+        if let Some(m) = self.flows.get_mut(&(flow, seg)) {
+            m.predicted = true;
+        }
+        self.stats.predicted += 1;
+        Some(true)
     }
 }
