@@ -95,6 +95,11 @@ fn exported() -> BTreeSet<String> {
         last: 3,
         corrected_to: None,
     });
+    // A loss the counts could not place: each candidate link is a series.
+    r.undecided.push(vec![
+        ["edge1_0".into(), "agg1_1".into()],
+        ["agg1_1".into(), "core3".into()],
+    ]);
     metrics.observe(&ctl, &r, 2);
     let text = metrics.render();
     evidence_is_exported(&r, &text);
@@ -109,6 +114,8 @@ fn exported() -> BTreeSet<String> {
             on[0], on[1]
         ),
         "canary_link_all_clear_total{from=\"edge0_0\",to=\"agg0_0\"} 1".to_string(),
+        "canary_link_loss_undecided{from=\"edge1_0\",to=\"agg1_1\"} 1".to_string(),
+        "canary_link_loss_undecided{from=\"agg1_1\",to=\"core3\"} 1".to_string(),
     ] {
         assert!(text.lines().any(|l| l == series), "no {series} in\n{text}");
     }

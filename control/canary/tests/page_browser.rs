@@ -177,10 +177,14 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
              r.blamed.find(x => x.link.join('-') === 'edge1_0-agg1_1').held = true; \
              r.cleared = [{link: ['agg0_0', 'core0'], since: 3, last: 7, \
                            corrected_to: ['agg0_0', 'core1']}]; \
+             r.undecided = [[['edge2_0', 'agg2_1'], ['agg2_1', 'core2']]]; \
              state.epochs.push(r); render(); \
              const line = document.getElementById('link-edge1_0-agg1_1'); \
              const out = {text: document.getElementById('epoch').textContent, \
                held: line.dataset.held, \
+               open: [...document.querySelectorAll('.link')] \
+                 .filter(l => l.dataset.undecided === '1').map(l => l.id).sort(), \
+               marks: document.querySelectorAll('.undecided-label').length, \
                labels: [...document.querySelectorAll('.blame-label')].map(t => t.textContent)}; \
              state.epochs.pop(); render(); \
              out.after = document.getElementById('link-edge1_0-agg1_1').dataset.held; \
@@ -206,6 +210,17 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         "{text}"
     );
     assert_eq!(marked["held"], "1", "the held link is marked on the fabric");
+    // A loss the counts cannot place: both candidates marked on the fabric and named.
+    assert!(
+        text.contains("edge2_0→agg2_1 or agg2_1→core2: a loss the counts cannot place"),
+        "{text}"
+    );
+    assert_eq!(
+        marked["open"],
+        serde_json::json!(["link-agg2_1-core2", "link-edge2_0-agg2_1"]),
+        "the candidates are marked"
+    );
+    assert_eq!(marked["marks"], 2);
     let labels: Vec<String> = serde_json::from_value(marked["labels"].clone()).unwrap();
     assert!(labels.iter().any(|l| l.ends_with(" held")), "{labels:?}");
     assert_eq!(

@@ -48,6 +48,10 @@ pub struct EpochReport {
     /// Links blamed until the epoch before and not in this one: their all-clear.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cleared: Vec<ClearedLink>,
+    /// Losses the counts cannot yet place on one link: each the candidate links, none of them
+    /// blamed (`docs/design.md`, "A loss the counts cannot place"). More packets decide.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub undecided: Vec<Vec<[String; 2]>>,
     pub selection: SelectionStats,
     pub hh_rules: usize,
     pub rules: RuleCounts,
@@ -151,6 +155,7 @@ impl EpochReport {
             blamed: vec![],
             devices: vec![],
             cleared: vec![],
+            undecided: vec![],
             selection: SelectionStats::default(),
             hh_rules: 0,
             rules: RuleCounts::default(),

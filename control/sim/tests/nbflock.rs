@@ -179,6 +179,7 @@ fn s8_netbouncer_and_flock_from_bounce_probes() {
                         })
                         .collect(),
                     stages: vec![],
+                    ..Default::default()
                 };
                 score(&v, &truth)
             })

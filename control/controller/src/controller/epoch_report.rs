@@ -62,6 +62,7 @@ impl Controller {
             blamed: self.link_reports(&e.blamed.verdict, &obs, Some(&det.entries)),
             devices: self.device_reports(&e.blamed.links),
             cleared: self.cleared_reports(&e.blamed.cleared, &e.blamed.corrected),
+            undecided: self.undecided_reports(&e.blamed),
             selection: e.selection,
             hh_rules: self.selector.hh_rules(),
             rules: e.rules,

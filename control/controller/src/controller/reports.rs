@@ -43,6 +43,21 @@ impl Controller {
             .collect()
     }
 
+    /// The losses the localizer could not place, less those a blamed link (held ones too)
+    /// already answers for.
+    pub(super) fn undecided_reports(&self, b: &super::phases::Blamed) -> Vec<Vec<[String; 2]>> {
+        b.verdict
+            .undecided
+            .iter()
+            .filter(|c| !c.iter().any(|l| b.links.contains(l)))
+            .map(|c| {
+                c.iter()
+                    .map(|&l| self.topo.link_names(l).map(String::from))
+                    .collect()
+            })
+            .collect()
+    }
+
     pub(super) fn switch_events(&self, events: &BTreeMap<SwitchIx, String>) -> Vec<SwitchEvent> {
         events
             .iter()

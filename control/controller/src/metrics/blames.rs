@@ -25,6 +25,7 @@ pub(super) struct BlameGauges {
     since: Family<LinkLabel, Gauge>,
     all_clear: Family<LinkLabel, Counter>,
     held: Family<LinkLabel, Gauge>,
+    undecided: Family<LinkLabel, Gauge>,
     corrected: Family<CorrectionLabel, Counter>,
 }
 
@@ -62,6 +63,12 @@ impl BlameGauges {
             self.held.clone(),
         );
         r.register(
+            "link_loss_undecided",
+            "1 for each candidate link of a loss the last epoch's counts could not place on one \
+             link: none of them is blamed for it",
+            self.undecided.clone(),
+        );
+        r.register(
             "link_blame_corrected",
             "Blames that moved: the loss of the segments through `from`->`to` placed on the \
              link `now_on` instead",
@@ -76,6 +83,14 @@ impl BlameGauges {
         self.ci_high.clear();
         self.since.clear();
         self.held.clear();
+        self.undecided.clear();
+        for l in r.undecided.iter().flatten() {
+            let label = LinkLabel {
+                from: l[0].clone(),
+                to: l[1].clone(),
+            };
+            self.undecided.get_or_create(&label).set(1);
+        }
         for b in &r.blamed {
             let label = LinkLabel {
                 from: b.link[0].clone(),

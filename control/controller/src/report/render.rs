@@ -81,8 +81,21 @@ pub fn render_epoch(r: &EpochReport, max_rows: usize) -> String {
     fabric_notes(&mut s, r);
     lossy_segments(&mut s, r, max_rows);
     blamed_links(&mut s, r, max_rows);
+    undecided(&mut s, r);
     devices_and_cleared(&mut s, r);
     s
+}
+
+/// Losses the counts cannot place on one link yet, with their candidates.
+fn undecided(s: &mut String, r: &EpochReport) {
+    for c in &r.undecided {
+        let names: Vec<String> = c.iter().map(|l| format!("{}→{}", l[0], l[1])).collect();
+        let _ = writeln!(
+            s,
+            "  undecided      {}: a loss the counts cannot place on one of them yet",
+            names.join(" or ")
+        );
+    }
 }
 
 /// The first line: what was counted, what is monitored, and how long the epoch took.

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use super::cd::{self, CdParams, CdProblem};
 use super::groups::{self, Grouping, Mapping};
 use super::redundant;
+use super::settle;
 use super::unexplained;
 
 /// A link counts as blamed when CD leaves it below `1 − BLAME_EPS` (spec §6.10 item 6).
@@ -110,6 +111,10 @@ pub struct Diagnosis {
     pub blamed: Vec<Blame>,
     /// Per-stage snapshots.
     pub stages: Vec<StageSnapshot>,
+    /// Losses the counts could not place on one link: each its candidate links
+    /// ([`super::settle`]). Nothing is blamed for them.
+    #[serde(default)]
+    pub undecided: Vec<Vec<u32>>,
 }
 
 impl Diagnosis {
@@ -215,6 +220,25 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         losses = estimate_losses(sub, &needed);
     }
     stage_of.retain(|(l, _)| needed.contains(l));
+    let mut undecided = Vec::new();
+    if params.likelihood_ties {
+        // Weighed once the blames are few: a link the others explain is already gone.
+        let settled = settle::settle(sub, &stage_of, params.floor);
+        if settled.blamed != stage_of {
+            stage_of = settled.blamed;
+            let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
+            losses = estimate_losses(sub, &links);
+            for (g, snap) in stages.iter_mut().enumerate() {
+                snap.blamed_so_far = stage_of
+                    .iter()
+                    .filter(|&&(_, s)| s <= g)
+                    .map(|&(l, _)| l)
+                    .collect();
+                snap.blamed_so_far.sort_unstable();
+            }
+        }
+        undecided = settled.undecided;
+    }
     // Our decision: a link whose loss, estimated from the raw counts, is below the noise floor
     // explains nothing the floor would not already call noise. CD can blame such a link when it
     // shares its only lossy segments with a faulty neighbour (seen on k = 12: eight links at
@@ -230,7 +254,11 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         snap.blamed_so_far
             .retain(|l| blamed.iter().any(|b| b.link == *l));
     }
-    Diagnosis { blamed, stages }
+    Diagnosis {
+        blamed,
+        stages,
+        undecided,
+    }
 }
 
 /// Gives every lossy segment the stages left without a blamed link a home
@@ -334,7 +362,11 @@ pub fn single_cd(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         blamed_so_far: blamed.iter().map(|b| b.link).collect(),
         cd_iterations: sol.iterations,
     }];
-    Diagnosis { blamed, stages }
+    Diagnosis {
+        blamed,
+        stages,
+        undecided: Vec::new(),
+    }
 }
 
 /// Runs [`multi_stage`] on every sub-problem in parallel (rayon); output order = input order.

@@ -202,6 +202,10 @@ impl Localizer for Detector {
             }
         }
         let stages = vec![blamed.iter().map(|b| b.link).collect()];
-        Verdict { blamed, stages }
+        Verdict {
+            blamed,
+            stages,
+            ..Default::default()
+        }
     }
 }

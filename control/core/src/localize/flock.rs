@@ -383,6 +383,7 @@ impl Localizer for Flock {
         Verdict {
             blamed,
             stages: vec![all],
+            ..Default::default()
         }
     }
 }

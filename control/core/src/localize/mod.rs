@@ -29,6 +29,7 @@ pub mod netbouncer;
 mod pins;
 pub mod redundant;
 pub mod segments;
+mod settle;
 pub mod sick;
 mod unexplained;
 pub mod vote007;
@@ -79,6 +80,10 @@ pub struct Verdict {
     pub blamed: Vec<BlamedLink>,
     /// Links blamed after each stage, cumulative (one entry for single-stage localizers).
     pub stages: Vec<Vec<LinkIx>>,
+    /// Losses the counts could not place on one link, each with its candidate links: nothing
+    /// is blamed for them (Canary only, `settle`).
+    #[serde(default)]
+    pub undecided: Vec<Vec<LinkIx>>,
 }
 
 /// Every localizer: Canary, NetBouncer(-stage), Flock, 007, deTector. Each consumes the

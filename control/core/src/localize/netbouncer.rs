@@ -341,6 +341,10 @@ impl Localizer for NetBouncer {
                 v
             })
             .collect();
-        Verdict { blamed, stages }
+        Verdict {
+            blamed,
+            stages,
+            ..Default::default()
+        }
     }
 }

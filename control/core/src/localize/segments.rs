@@ -111,8 +111,14 @@ fn one_subproblem(obs: &Observations, idx: Vec<usize>) -> (SubProblem, Vec<LinkI
 /// Merges per-sub-problem diagnoses into one verdict on global links.
 pub fn merge(globals: &[Vec<LinkIx>], diags: &[Diagnosis], stages: usize) -> Verdict {
     let mut blamed = Vec::new();
+    let mut undecided = Vec::new();
     let mut per_stage = vec![Vec::new(); stages];
     for (global, d) in globals.iter().zip(diags) {
+        for c in &d.undecided {
+            let mut links: Vec<LinkIx> = c.iter().map(|&l| global[l as usize]).collect();
+            links.sort_unstable();
+            undecided.push(links);
+        }
         for b in &d.blamed {
             blamed.push(BlamedLink {
                 link: global[b.link as usize],
@@ -128,9 +134,11 @@ pub fn merge(globals: &[Vec<LinkIx>], diags: &[Diagnosis], stages: usize) -> Ver
     for s in &mut per_stage {
         s.sort_unstable();
     }
+    undecided.sort_unstable();
     Verdict {
         blamed,
         stages: per_stage,
+        undecided,
     }
 }
 

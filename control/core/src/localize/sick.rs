@@ -173,6 +173,7 @@ mod tests {
                 })
                 .collect(),
             stages: vec![],
+            ..Default::default()
         };
         assert_eq!(name_sick_switches(&t, &obs, &mut v), vec![x]);
         assert_eq!(v.blamed.len(), 2 * t.neighbors(x).len());

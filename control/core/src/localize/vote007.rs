@@ -207,6 +207,10 @@ impl Localizer for Vote007 {
             })
             .collect();
         let stages = vec![blamed.iter().map(|b| b.link).collect()];
-        Verdict { blamed, stages }
+        Verdict {
+            blamed,
+            stages,
+            ..Default::default()
+        }
     }
 }
