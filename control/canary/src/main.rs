@@ -7,6 +7,7 @@ mod eval;
 mod faults;
 mod incidents;
 mod overhead;
+mod progress;
 mod role_gateway;
 mod run;
 mod scale;

@@ -73,7 +73,10 @@ pub fn command(a: OverheadArgs) -> Result<()> {
             seed: a.seed,
         },
     };
-    let r = overhead::run(&opts)?;
+    let bar = crate::progress::spinner();
+    let r = overhead::run_with(&opts, |step| bar.set_message(step.to_string()));
+    bar.finish_and_clear();
+    let r = r?;
     print!("{}", overhead::render(&r));
     if let Some(path) = &a.json {
         std::fs::write(path, serde_json::to_string_pretty(&r)?)

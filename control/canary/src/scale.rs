@@ -32,9 +32,19 @@ pub fn command(a: SimulateArgs) -> Result<()> {
             .with_context(|| format!("--meter-width {w}"))?;
     }
     let quiet = a.quiet;
+    // Preparing a large fabric takes seconds to minutes before the first epoch.
+    let bar = crate::progress::spinner();
+    bar.set_message(format!("preparing {}", opts.topology));
+    let mut first = true;
     let run = scale::run(&opts, |e| {
+        if first {
+            crate::progress::epochs(&bar, u64::from(opts.epochs));
+            first = false;
+        }
+        bar.inc(1);
         if !quiet {
-            println!(
+            bar.suspend(|| {
+                println!(
                 "epoch {:>3}  watched {:>7}  flows {:>8}/{:<8}  evidence: {} unseen, oldest {}  \
                  blamed {:>4}  P {:.3} R {:.3} F1 {:.3}  {:.0} ms",
                 e.epoch,
@@ -48,9 +58,12 @@ pub fn command(a: SimulateArgs) -> Result<()> {
                 e.score.recall,
                 e.score.f1,
                 e.epoch_ms
-            );
+            )
+            });
         }
-    })?;
+    });
+    bar.finish_and_clear();
+    let run = run?;
     print!("{}", summary(&run));
     if let Some(path) = &a.json {
         let f = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;

@@ -62,7 +62,7 @@ pub struct SimulateArgs {
     /// epoch length).
     #[arg(long, requires = "serve")]
     pace_ms: Option<u64>,
-    /// Print only the summary.
+    /// Print only the summary (a terminal still shows the epochs' progress bar on stderr).
     #[arg(long, short)]
     pub quiet: bool,
     /// Print the pipeline's settings this run would use (flags and defaults) as YAML, in the
@@ -108,11 +108,8 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         pathbf: PathBfParams::default(),
         cluster: a.cluster.config()?,
     };
-    let bar = indicatif::ProgressBar::new(opts.epochs as u64);
-    bar.set_style(
-        indicatif::ProgressStyle::with_template("{spinner} epoch {pos}/{len} {wide_bar} {elapsed}")
-            .expect("valid template"),
-    );
+    let bar = crate::progress::spinner();
+    crate::progress::epochs(&bar, u64::from(opts.epochs));
     let quiet = a.quiet;
     let out = std::io::stdout();
     let served = match &a.serve {

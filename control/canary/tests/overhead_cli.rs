@@ -210,3 +210,40 @@ fn fig7_and_fig11_run_on_a_synthetic_trace_and_on_a_pcap() {
     // A light trace fits in either structure: both find the 10 largest flows exactly.
     assert_eq!(top10["hashpipe"].as_f64().unwrap(), 1.0);
 }
+
+/// On a terminal, a long part says which step it is on (issue 37: `--only fig6` was silent for
+/// 85 s); off a terminal, standard error stays empty, so logs get only the figures. The
+/// terminal is a real pseudo-terminal, from util-linux's `script`.
+#[test]
+fn a_long_part_shows_its_step_on_a_terminal_and_nothing_off_one() {
+    // Each step takes about 0.4 s in a release build: long enough for each message to be drawn.
+    let args = "overhead --only fig6 --trials 2 --losses 1e-2,1e-1 --flows 5000";
+    let off = Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(args.split(' '))
+        .output()
+        .expect("canary runs");
+    assert!(off.status.success());
+    assert!(
+        off.stderr.is_empty(),
+        "{}",
+        String::from_utf8_lossy(&off.stderr)
+    );
+    if Command::new("script").arg("--version").output().is_err() {
+        println!("SKIP: script (util-linux) not found: the terminal half is not checked");
+        return;
+    }
+    let line = format!("{} {args}", env!("CARGO_BIN_EXE_canary"));
+    let on = Command::new("script")
+        .args(["-qec", &line, "/dev/null"])
+        .output()
+        .expect("script runs");
+    assert!(
+        on.status.success(),
+        "{}",
+        String::from_utf8_lossy(&on.stdout)
+    );
+    let seen = String::from_utf8_lossy(&on.stdout);
+    for step in ["Fig. 6: loss 0.01, 1 of 2", "Fig. 6: loss 0.1, 2 of 2"] {
+        assert!(seen.contains(step), "no {step:?} on the terminal:\n{seen}");
+    }
+}

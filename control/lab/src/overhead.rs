@@ -183,6 +183,12 @@ pub struct OverheadReport {
 }
 
 pub fn run(opts: &OverheadOptions) -> Result<OverheadReport> {
+    run_with(opts, |_| {})
+}
+
+/// [`run`], saying which part (and which step of it) it is on: the parts take from seconds to
+/// minutes each, and a command silent for 85 s looks hung (issue 37).
+pub fn run_with(opts: &OverheadOptions, mut progress: impl FnMut(&str)) -> Result<OverheadReport> {
     let mut report = OverheadReport {
         seed: opts.seed,
         ..Default::default()
@@ -200,13 +206,15 @@ pub fn run(opts: &OverheadOptions) -> Result<OverheadReport> {
             }
             o.losses.sort_by(|a, b| a.total_cmp(b));
         }
-        let f = sketch_memory::run(&o)?;
+        let f = sketch_memory::run_with(&o, |step| progress(&format!("Fig. 6: {step}")))?;
         if want(Part::FabricMemory) {
+            progress("Table II");
             report.table2 = Some(fabric_memory::run(&f)?);
         }
         report.fig6 = Some(f);
     }
     if want(Part::SelectionChurn) {
+        progress("Fig. 7: flow selection under churn");
         report.fig7 = Some(selection_churn::run(
             &line,
             &opts.trace,
@@ -215,6 +223,7 @@ pub fn run(opts: &OverheadOptions) -> Result<OverheadReport> {
         )?);
     }
     if want(Part::HeavyHitters) {
+        progress("Fig. 11: heavy hitters");
         report.fig11 = Some(heavy_hitters::run(
             &line,
             &opts.trace,

@@ -138,6 +138,14 @@ fn mean(v: impl Iterator<Item = f64>) -> f64 {
 }
 
 pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
+    run_with(opts, |_| {})
+}
+
+/// [`run`], saying what it is on before each loss rate (`progress`: "loss 0.001, 2 of 4").
+pub fn run_with(
+    opts: &SketchMemoryOptions,
+    mut progress: impl FnMut(&str),
+) -> Result<SketchMemory> {
     if opts.trials == 0 {
         return Err(Error::arg("--trials", "must be at least 1"));
     }
@@ -151,7 +159,8 @@ pub fn run(opts: &SketchMemoryOptions) -> Result<SketchMemory> {
         .collect();
     let mean_packets = mean(trials.iter().map(|t| t.epoch.packets() as f64));
     let mut rows = Vec::new();
-    for &p in &opts.losses {
+    for (i, &p) in opts.losses.iter().enumerate() {
+        progress(&format!("loss {p}, {} of {}", i + 1, opts.losses.len()));
         rows.push(row(opts, &line, &trials, p)?);
     }
     Ok(SketchMemory {
