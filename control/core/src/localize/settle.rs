@@ -9,7 +9,7 @@
 //! unblamed link `m` that shares one of its lossy segments, by the likelihood of the counts on
 //! every segment through either of them (those through another blamed link left out, since
 //! that link explains them). Under "the loss is on `l`", the segments through `l` lose at their
-//! pooled rate and the others at the noise floor; likewise for `m`. A link [`MARGIN`] times
+//! pooled rate and the others at a healthy link's; likewise for `m`. A link [`MARGIN`] times
 //! likelier than every rival stays blamed; a rival that much likelier takes its place; where
 //! no link is, the segment's loss is *undecided*: nothing is blamed for it, and the candidates
 //! are reported. A blame the epoch before stays held by the decision until a test clears it,
