@@ -4,11 +4,9 @@
 use rayon::prelude::*;
 use serde::{Deserialize, Serialize};
 
+use super::after_stages;
 use super::cd::{self, CdParams, CdProblem};
 use super::groups::{self, Grouping, Mapping};
-use super::redundant;
-use super::settle;
-use super::unexplained;
 
 /// A link counts as blamed when CD leaves it below `1 − BLAME_EPS` (spec §6.10 item 6).
 pub const BLAME_EPS: f64 = 1e-12;
@@ -135,8 +133,8 @@ impl Diagnosis {
 /// Our departure: a lower group's segment whose counts cannot rule out the stage's loss range
 /// ([`loss_could_reach`]) sits the stage out instead of pinning its links at "healthy".
 ///
-/// Blamed losses come from the raw data, not from CD (see [`estimate_losses`]); a blamed link
-/// the others explain is dropped ([`redundant::prune`]).
+/// Blamed losses come from the raw data, not from CD (see [`estimate_losses`]); what the stages
+/// blamed is then finished by [`after_stages::finish`].
 pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
     let success: Vec<f64> = sub.segments.iter().map(|s| s.success).collect();
     let paths: Vec<Vec<u32>> = sub.segments.iter().map(|s| s.links.clone()).collect();
@@ -209,83 +207,7 @@ pub fn multi_stage(sub: &SubProblem, params: &CanaryParams) -> Diagnosis {
         });
     }
 
-    if params.likelihood_ties {
-        // In rounds, pins and losses are from different epochs: not there.
-        home_unexplained(sub, &grp, &mut stage_of, &mut stages);
-    }
-    let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
-    let mut losses = estimate_losses(sub, &links);
-    let needed = redundant::prune(sub, &links, &losses);
-    if needed.len() < links.len() {
-        losses = estimate_losses(sub, &needed);
-    }
-    stage_of.retain(|(l, _)| needed.contains(l));
-    let mut undecided = Vec::new();
-    if params.likelihood_ties {
-        // Weighed once the blames are few: a link the others explain is already gone.
-        let settled = settle::settle(sub, &stage_of, params.floor);
-        if settled.blamed != stage_of {
-            stage_of = settled.blamed;
-            let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
-            losses = estimate_losses(sub, &links);
-            for (g, snap) in stages.iter_mut().enumerate() {
-                snap.blamed_so_far = stage_of
-                    .iter()
-                    .filter(|&&(_, s)| s <= g)
-                    .map(|&(l, _)| l)
-                    .collect();
-                snap.blamed_so_far.sort_unstable();
-            }
-        }
-        undecided = settled.undecided;
-    }
-    // Our decision: a link whose loss, estimated from the raw counts, is below the noise floor
-    // explains nothing the floor would not already call noise. CD can blame such a link when it
-    // shares its only lossy segments with a faulty neighbour (seen on k = 12: eight links at
-    // 2e-5..5e-4 beside links losing 0.5..0.9); it is not reported.
-    let blamed: Vec<Blame> = stage_of
-        .iter()
-        .zip(losses)
-        .map(|(&(link, stage), loss)| Blame { link, stage, loss })
-        .filter(|b| b.loss >= params.floor)
-        .collect();
-    // A link the others explain, or below the floor, leaves every stage's snapshot too.
-    for snap in &mut stages {
-        snap.blamed_so_far
-            .retain(|l| blamed.iter().any(|b| b.link == *l));
-    }
-    Diagnosis {
-        blamed,
-        stages,
-        undecided,
-    }
-}
-
-/// Gives every lossy segment the stages left without a blamed link a home
-/// ([`unexplained::homes`]), at the stage of its highest-loss segment, and adds it to the
-/// snapshots from that stage on.
-fn home_unexplained(
-    sub: &SubProblem,
-    grp: &groups::Groups,
-    stage_of: &mut Vec<(u32, usize)>,
-    stages: &mut [StageSnapshot],
-) {
-    let links: Vec<u32> = stage_of.iter().map(|&(l, _)| l).collect();
-    for link in unexplained::homes(sub, &links) {
-        let stage = sub
-            .segments
-            .iter()
-            .zip(&grp.of_segment)
-            .filter(|(s, _)| s.success < 1.0 && s.links.contains(&link))
-            .filter_map(|(_, g)| *g)
-            .min()
-            .unwrap_or(grp.range.len().saturating_sub(1));
-        stage_of.push((link, stage));
-        for snap in stages.iter_mut().skip(stage) {
-            snap.blamed_so_far.push(link);
-            snap.blamed_so_far.sort_unstable();
-        }
-    }
+    after_stages::finish(sub, &grp, params, stage_of, stages)
 }
 
 /// The highest loss a segment's counts leave plausible: the upper end of the Wilson interval at

@@ -19,6 +19,7 @@
 //! segments are plain indices here; the topology layer names them), filter noise across epochs
 //! (the `n`/`n′` rule), or time anything.
 
+mod after_stages;
 pub mod canary;
 pub mod cd;
 pub mod detector;
@@ -33,6 +34,16 @@ mod settle;
 pub mod sick;
 mod unexplained;
 pub mod vote007;
+
+/// A measured segment over `links` of `sent` packets that lost `lost` (the tests' shorthand).
+#[cfg(test)]
+pub(crate) fn seg(links: Vec<u32>, sent: f64, lost: f64) -> SegmentObs {
+    SegmentObs {
+        links,
+        success: 1.0 - lost / sent,
+        sent,
+    }
+}
 
 #[cfg(test)]
 mod tests_canary;

@@ -259,16 +259,8 @@ fn log_likelihood(sub: &SubProblem, idx: &[usize], lossy: &[u32], eps: f64) -> f
 
 #[cfg(test)]
 mod tests {
-    use super::super::canary::SegmentObs;
     use super::*;
-
-    fn seg(links: Vec<u32>, sent: f64, lost: f64) -> SegmentObs {
-        SegmentObs {
-            links,
-            success: 1.0 - lost / sent,
-            sent,
-        }
-    }
+    use crate::localize::seg;
 
     /// The thin onset on a k = 4 fabric: segment {0, 1} lost 4 of 62; link 0 pinned by 12
     /// clean packets, link 1 by 13. Nothing tells the two apart: undecided. With link 1 pinned

@@ -2,20 +2,13 @@
 //! the fit's private parts).
 
 use super::*;
-use crate::localize::canary::{estimate_losses, SegmentObs};
+use crate::localize::canary::estimate_losses;
+use crate::localize::seg;
 use proptest::prelude::*;
 
 /// [`prune`] with the blamed links' first estimates, as Canary calls it.
 fn pruned(sub: &SubProblem, blamed: &[u32]) -> Vec<u32> {
     prune(sub, blamed, &estimate_losses(sub, blamed))
-}
-
-fn seg(links: Vec<u32>, sent: f64, lost: f64) -> SegmentObs {
-    SegmentObs {
-        links,
-        success: 1.0 - lost / sent,
-        sent,
-    }
 }
 
 /// The testbed's epoch: link 0 (edge1_0→agg1_1) under three segments that lost 19/102,
