@@ -14,6 +14,7 @@ def load(d):
         if not (name.startswith("k") and name.endswith(".json") and name[1:-5].isdigit()):
             continue
         r = json.load(open(os.path.join(d, name)))
+        r = r.get("synthesized", r)  # the run document since version 1
         s = r["setup"]
         last = r["epochs"][-10:]
         med = lambda key: sorted(e[key] for e in last)[len(last) // 2]

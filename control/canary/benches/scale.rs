@@ -30,7 +30,7 @@ fn main() {
         .unwrap_or(48);
 
     let topology = format!("fattree:{k}");
-    let probe = scale::run(
+    let probe = scale::measure(
         &ScaleOptions {
             topology: topology.clone(),
             epochs: 0,
@@ -42,7 +42,7 @@ fn main() {
     .expect("fabric");
     let period = probe.setup.period as u32;
     let t = Instant::now();
-    let run = scale::run(
+    let run = scale::measure(
         &ScaleOptions {
             topology,
             epochs: period + 10,

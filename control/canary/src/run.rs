@@ -8,7 +8,7 @@ use anyhow::Result;
 use canary_controller::config::{self, RunConfig};
 use canary_controller::daemon::{self, RunOptions};
 use canary_controller::report::render_summary;
-use canary_controller::simulate::SimulationResult;
+use canary_controller::run_document::RunDocument;
 use std::fmt::Write;
 
 /// A run stopped before it reported an epoch: exit status 3.
@@ -54,7 +54,7 @@ pub fn command(loaded: config::Loaded) -> Result<()> {
 }
 
 /// The summary of a run without a truth to score it against: what was blamed, no score.
-fn unscored_summary(r: &SimulationResult) -> String {
+fn unscored_summary(r: &RunDocument) -> String {
     let sum = &r.summary;
     let mut s = String::new();
     let _ = writeln!(s, "── summary over {} epochs ──", sum.epochs);

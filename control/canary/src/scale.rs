@@ -63,11 +63,13 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         }
     });
     bar.finish_and_clear();
-    let run = run?;
-    print!("{}", summary(&run));
+    let doc = run?;
+    if let Some(measured) = &doc.synthesized {
+        print!("{}", summary(measured));
+    }
     if let Some(path) = &a.json {
         let f = std::fs::File::create(path).with_context(|| format!("cannot write {path}"))?;
-        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &run)?;
+        serde_json::to_writer_pretty(std::io::BufWriter::new(f), &doc)?;
     }
     Ok(())
 }

@@ -114,7 +114,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
     let out = std::io::stdout();
     let served = match &a.serve {
         Some(addr) => Some(canary_controller::view::Served::start(
-            &opts.topology,
+            &canary_controller::setup::load_topology(&opts.topology, opts.pipeline.monitors)?,
             addr,
         )?),
         None => None,

@@ -5,7 +5,8 @@
 
 use canary_controller::config::Pipeline;
 use canary_controller::report::FaultTimingReport;
-use canary_controller::simulate::{run, SimulateOptions, SimulationResult};
+use canary_controller::run_document::RunDocument;
+use canary_controller::simulate::{run, SimulateOptions};
 use std::path::PathBuf;
 
 fn fault_file(name: &str, text: &str) -> PathBuf {
@@ -16,7 +17,7 @@ fn fault_file(name: &str, text: &str) -> PathBuf {
     p
 }
 
-fn simulate(topology: &str, faults: &str, epochs: u32, seed: u64, noise: f64) -> SimulationResult {
+fn simulate(topology: &str, faults: &str, epochs: u32, seed: u64, noise: f64) -> RunDocument {
     let opts = SimulateOptions {
         topology: topology.into(),
         faults: faults.into(),
@@ -32,7 +33,7 @@ fn simulate(topology: &str, faults: &str, epochs: u32, seed: u64, noise: f64) ->
     run(&opts, |_| {}).expect("simulation runs")
 }
 
-fn blamed_in(r: &SimulationResult, epoch: usize) -> Vec<String> {
+fn blamed_in(r: &RunDocument, epoch: usize) -> Vec<String> {
     r.epochs[epoch]
         .blamed
         .iter()

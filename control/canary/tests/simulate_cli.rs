@@ -1,5 +1,6 @@
 //! `canary simulate` as a user runs it: the binary, its report, its JSON, its errors.
 
+use canary_controller::run_document::{RunDocument, RunKind};
 use serde_json::Value;
 use std::process::Command;
 
@@ -8,6 +9,12 @@ fn canary(args: &[&str]) -> std::process::Output {
         .args(args)
         .output()
         .expect("runs canary")
+}
+
+/// The run document `canary ARGS --json` writes, read as `canary view` reads it.
+fn document_of(args: &[&str]) -> RunDocument {
+    let v = json_of(args);
+    RunDocument::parse("run.json", &v.to_string()).unwrap()
 }
 
 fn json_of(args: &[&str]) -> Value {
@@ -216,64 +223,9 @@ fn topology_files_in_the_repository_are_valid() {
     }
 }
 
-/// `canary view RUN.json` serves the page of a finished run: every epoch of the run's JSON.
-#[test]
-fn view_serves_a_finished_runs_epochs() {
-    let dir = tempfile::tempdir().unwrap();
-    let json = dir.path().join("run.json");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
-        .args(["simulate", "--epochs", "3", "-q", "--json"])
-        .arg(&json)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let mut view = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
-        .arg("view")
-        .arg(&json)
-        .args(["--serve", &format!("127.0.0.1:{port}")])
-        .stderr(std::process::Stdio::null())
-        .spawn()
-        .unwrap();
-    let get = |path: &str| canary_testkit::http_get(port, path);
-    let mut body = None;
-    for _ in 0..100 {
-        body = get("/api/epochs");
-        if body.is_some() {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let _ = view.kill();
-    let _ = view.wait();
-    let epochs: serde_json::Value = serde_json::from_str(&body.expect("the page answers")).unwrap();
-    let run: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    assert_eq!(
-        epochs, run["epochs"],
-        "the page serves the run's epochs as they are"
-    );
-    let bad = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
-        .args(["view", "/nonexistent/run.json"])
-        .output()
-        .unwrap();
-    assert!(!bad.status.success());
-    assert!(
-        String::from_utf8_lossy(&bad.stderr).contains("/nonexistent/run.json"),
-        "the error names the file"
-    );
-}
-
 #[test]
 fn synthesized_meters_at_the_programs_size_are_watched_in_rounds() {
-    let v = json_of(&[
+    let doc = document_of(&[
         "simulate",
         "--synth-meters",
         "--topology",
@@ -283,31 +235,31 @@ fn synthesized_meters_at_the_programs_size_are_watched_in_rounds() {
         "--seed",
         "4",
     ]);
-    let setup = &v["setup"];
-    assert_eq!(setup["meters"]["width"], 1024, "the program's METER_WIDTH");
-    assert_eq!(setup["rounds"], 3);
-    assert_eq!(setup["period"], 3);
-    let epochs = v["epochs"].as_array().unwrap();
-    assert_eq!(epochs.len(), 7);
-    let watched: u64 = epochs[..3]
-        .iter()
-        .map(|e| e["watched"].as_u64().unwrap())
-        .sum();
-    assert_eq!(
-        watched,
-        setup["segments"].as_u64().unwrap(),
-        "one period watches each once"
-    );
-    for e in &epochs[2..] {
-        assert_eq!(e["evidence"]["never_seen"], 0);
-        assert!(e["evidence"]["oldest"].as_u64().unwrap() <= 2);
+    assert_eq!(doc.kind, RunKind::Synthesized);
+    let m = doc
+        .synthesized
+        .as_ref()
+        .expect("a synthesized run's measurements");
+    assert_eq!(m.setup.meters.width, 1024, "the program's METER_WIDTH");
+    assert_eq!((m.setup.rounds, m.setup.period), (3, 3));
+    assert_eq!(doc.epochs.len(), 7);
+    let watched: usize = m.epochs[..3].iter().map(|e| e.watched).sum();
+    assert_eq!(watched, m.setup.segments, "one period watches each once");
+    for e in &m.epochs[2..] {
+        assert_eq!(e.evidence.never_seen, 0);
+        assert!(e.evidence.oldest <= 2);
     }
-    let faults = v["faults"].as_array().unwrap();
-    assert!(!faults.is_empty());
-    assert!(faults
+    assert!(!m.faults.is_empty());
+    assert!(m
+        .faults
         .iter()
-        .all(|f| f["time_to_detect"].as_u64().is_some_and(|t| t <= 3)));
-    assert!(v["after_first_period"]["f1"].as_f64().unwrap() >= 0.95);
+        .all(|f| f.time_to_detect.is_some_and(|t| t <= 3)));
+    assert!(m.after_first_period.f1 >= 0.95);
+    // The epochs' reports name what the measurements count.
+    for (r, e) in doc.epochs.iter().zip(&m.epochs) {
+        assert_eq!(r.watch.as_ref().map(|w| w.watched), Some(e.watched));
+        assert_eq!(r.flows_counted, e.flows_counted);
+    }
 }
 
 #[test]

@@ -4,12 +4,13 @@
 //! blame one by link order (`docs/design.md`, "A loss the counts cannot place").
 
 use canary_controller::config::Pipeline;
-use canary_controller::simulate::{run, SimulateOptions, SimulationResult};
+use canary_controller::run_document::RunDocument;
+use canary_controller::simulate::{run, SimulateOptions};
 use std::time::Duration;
 
 const FAULTY: &str = "edge1_0→agg1_1";
 
-fn thin_run(seed: u64) -> SimulationResult {
+fn thin_run(seed: u64) -> RunDocument {
     let dir = std::env::temp_dir().join(format!("canary-thin-evidence-{}", std::process::id()));
     std::fs::create_dir_all(&dir).unwrap();
     let faults = dir.join("uniform.yaml");

@@ -73,6 +73,13 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
     );
 
     let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    // The one run document, of real switches, on the fabric they form.
+    let doc = canary_controller::run_document::RunDocument::load(&json).unwrap();
+    assert_eq!(doc.kind, canary_controller::run_document::RunKind::Switches);
+    assert_eq!(
+        doc.topology_for("run.json", None).unwrap().name,
+        "fattree:4"
+    );
     let epochs = v["epochs"].as_array().expect("epochs in --json");
     assert_eq!(epochs.len(), EPOCHS);
     let stdout = String::from_utf8_lossy(&out.stdout);

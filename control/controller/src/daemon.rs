@@ -23,8 +23,8 @@ use crate::error::{Error, Result};
 use crate::incidents;
 use crate::report::EpochReport;
 use crate::report_file::ReportFile;
+use crate::run_document::RunDocument;
 use crate::setup::{load_topology, prepare, Prepared};
-use crate::simulate::SimulationResult;
 use canary_core::fault::{self, Fault};
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::{PortMap, Topology};
@@ -143,7 +143,7 @@ pub async fn run(
     opts: RunOptions,
     shutdown: impl Future<Output = ()>,
     on_epoch: impl FnMut(&EpochReport),
-) -> Result<SimulationResult> {
+) -> Result<RunDocument> {
     // Polled once now, so that its signal handlers are in place before anything is logged or
     // waited on: a SIGTERM from then on stops the daemon cleanly (exit 3 before the first epoch)
     // instead of killing it. A test sending SIGTERM after the first log line raced this.
@@ -234,7 +234,7 @@ struct Daemon<'a, S, F> {
 impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
     /// This controller's terms as primary, each on a fabric of the target's drivers, until its
     /// epochs are done or it is shut down (or demoted, where the target does not stand by).
-    async fn serve<T: Drivers>(&mut self, mut target: T) -> Result<SimulationResult> {
+    async fn serve<T: Drivers>(&mut self, mut target: T) -> Result<RunDocument> {
         loop {
             let Some(term) = target.next_term(&mut self.shutdown).await? else {
                 return Ok(self.sink.result(self.prep, self.faults, self.opts));

@@ -12,6 +12,7 @@
 //! Plain hand-written SVG: the picture is a graph, not a chart, so `plotters` would add nothing.
 
 use crate::error::{Error, Result};
+use crate::run_document::RunDocument;
 use canary_core::topo::{SwitchIx, Topology};
 use std::collections::BTreeMap;
 use std::fmt::Write;
@@ -19,10 +20,13 @@ use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct DrawArgs {
-    /// `fattree:K` or a YAML topology file (the one the run used).
-    #[arg(long, default_value = "fattree:4")]
-    pub topology: String,
-    /// A run's JSON (`canary run --json`, `canary simulate --json`): faults and summary.blamed.
+    /// `fattree:K` or a YAML topology file. With `--json`, the run's own fabric is drawn and
+    /// this is only needed for a document from before version 1 on a topology file; without a
+    /// run, default `fattree:4`.
+    #[arg(long)]
+    pub topology: Option<String>,
+    /// A run's JSON document (`canary run --json`, `canary simulate --json`, with or without
+    /// `--synth-meters`): its faults and `summary.blamed`.
     #[arg(long)]
     pub json: Option<PathBuf>,
     /// Where to write the SVG.
@@ -47,58 +51,33 @@ pub enum Mark {
 /// Directed link `[from, to]` by names → its mark.
 pub type Marks = BTreeMap<(String, String), Mark>;
 
-/// Reads `faults` and `summary.blamed` of a run's JSON; errors name the file and the field.
-pub fn marks_from_run(path: &std::path::Path) -> Result<(Marks, String)> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::given(format!("{}: not JSON", path.display()), e))?;
-    let links = |field: &str, list: &serde_json::Value| -> Result<Vec<(String, String, f64)>> {
-        let arr = list.as_array().ok_or_else(|| {
-            Error::given(format!("{}: {field}", path.display()), "expected a list")
-        })?;
-        arr.iter()
-            .enumerate()
-            .map(|(i, x)| {
-                let l = &x["link"];
-                let (Some(a), Some(b), Some(loss)) =
-                    (l[0].as_str(), l[1].as_str(), x["loss"].as_f64())
-                else {
-                    return Err(Error::given(
-                        format!("{}: {field}[{i}]", path.display()),
-                        "expected {link: [from, to], loss}",
-                    ));
-                };
-                Ok((a.to_string(), b.to_string(), loss))
-            })
-            .collect()
-    };
-    let faults = links("faults", &v["faults"])?;
-    let blamed = links("summary.blamed", &v["summary"]["blamed"])?;
+/// The marks of a run: its faults against its summary's blamed links; and its score.
+pub fn marks_of(doc: &RunDocument) -> (Marks, String) {
     let mut marks = Marks::new();
-    for (a, b, loss) in &faults {
-        marks.insert((a.clone(), b.clone()), Mark::Missed(*loss));
+    for f in &doc.faults {
+        marks.insert((f.link[0].clone(), f.link[1].clone()), Mark::Missed(f.loss));
     }
-    for (a, b, est) in blamed {
-        let m = match marks.get(&(a.clone(), b.clone())) {
-            Some(Mark::Missed(inj)) => Mark::Found(*inj, est),
-            _ => Mark::FalsePositive(est),
+    for b in &doc.summary.blamed {
+        let key = (b.link[0].clone(), b.link[1].clone());
+        let m = match marks.get(&key) {
+            Some(Mark::Missed(inj)) => Mark::Found(*inj, b.loss),
+            _ => Mark::FalsePositive(b.loss),
         };
-        marks.insert((a, b), m);
+        marks.insert(key, m);
     }
-    let s = &v["summary"];
-    let score = match (
-        s["precision"].as_f64(),
-        s["recall"].as_f64(),
-        s["f1"].as_f64(),
-    ) {
-        (Some(p), Some(r), Some(f)) => {
-            let n = v["epochs"].as_array().map_or(0, |e| e.len());
-            format!("{n} epochs: precision {p:.2}, recall {r:.2}, F1 {f:.2}")
-        }
-        _ => String::new(),
+    let s = &doc.summary;
+    let score = if doc.faults.is_empty() && s.blamed.is_empty() {
+        format!("{} epochs", doc.epochs.len())
+    } else {
+        format!(
+            "{} epochs: precision {:.2}, recall {:.2}, F1 {:.2}",
+            doc.epochs.len(),
+            s.precision,
+            s.recall,
+            s.f1
+        )
     };
-    Ok((marks, score))
+    (marks, score)
 }
 
 const W_SLOT: f64 = 110.0;
@@ -367,16 +346,24 @@ fn legend(svg: &mut String, height: f64) {
 
 /// `canary draw`.
 pub fn main(a: &DrawArgs) -> Result<()> {
-    let topo = crate::setup::load_topology(&a.topology, None)?;
-    let (marks, score) = match &a.json {
-        Some(p) => marks_from_run(p)?,
-        None => (Marks::new(), String::new()),
+    let (topo, marks, score) = match &a.json {
+        Some(p) => {
+            let doc = RunDocument::load(p)?;
+            let topo = doc.topology_for(&p.display().to_string(), a.topology.as_deref())?;
+            let (marks, score) = marks_of(&doc);
+            (topo, marks, score)
+        }
+        None => {
+            let spec = a.topology.as_deref().unwrap_or("fattree:4");
+            let topo = crate::setup::load_topology(spec, None)?;
+            (topo, Marks::new(), String::new())
+        }
     };
     let title = a.title.clone().unwrap_or_else(|| {
         if score.is_empty() {
-            a.topology.clone()
+            topo.name.clone()
         } else {
-            format!("{}: {score}", a.topology)
+            format!("{}: {score}", topo.name)
         }
     });
     let svg = render(&topo, &marks, &title).map_err(|e| match &a.json {

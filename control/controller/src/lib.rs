@@ -18,6 +18,7 @@ pub mod metrics;
 pub mod page;
 pub mod report;
 pub mod report_file;
+pub mod run_document;
 pub mod setup;
 pub mod simulate;
 pub mod standby;

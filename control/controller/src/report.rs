@@ -137,6 +137,14 @@ impl EpochReport {
     /// An epoch no controller harvested: it is in the report, marked, with nothing counted.
     pub fn missed(epoch: u64, segments_total: usize, why: String) -> Self {
         EpochReport {
+            incomplete: Some(why),
+            ..Self::empty(epoch, segments_total)
+        }
+    }
+
+    /// An epoch with nothing counted yet, for a producer to fill in.
+    pub fn empty(epoch: u64, segments_total: usize) -> Self {
+        EpochReport {
             epoch,
             parity: Parity::of_epoch(epoch),
             at_s: 0.0,
@@ -168,7 +176,7 @@ impl EpochReport {
             drain_ms: 0.0,
             tables_full: vec![],
             phases_ms: Phases::default(),
-            incomplete: Some(why),
+            incomplete: None,
             watch: None,
             evidence_map: EvidenceReport::default(),
             cluster: None,

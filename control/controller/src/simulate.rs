@@ -7,6 +7,7 @@ use crate::config::Pipeline;
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::report::{EpochReport, FaultTimingReport, LinkReport, OverTimeReport, Summary};
+use crate::run_document::{RunDocument, RunKind};
 use crate::setup::{load_fault_plan, load_topology, prepare};
 use canary_core::fault::{background, link_losses, out_of_service_at, with_faults, Fault};
 use canary_core::localize::Localizer;
@@ -15,7 +16,6 @@ use canary_core::score::{as_scored, over_time, Score};
 use canary_core::topo::{LinkIx, Topology};
 use canary_sim::{SimConfig, SimFabric};
 use rand::SeedableRng;
-use serde::{Deserialize, Serialize};
 use std::time::Duration;
 
 #[derive(Clone, Debug)]
@@ -59,68 +59,26 @@ impl Default for SimulateOptions {
     }
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct FaultReport {
-    pub link: [String; 2],
-    pub loss: f64,
-    /// The share of flows the fault drops on; absent when it drops on all.
-    #[serde(default = "all_flows", skip_serializing_if = "is_all_flows")]
-    pub flows: f64,
-}
-
-impl FaultReport {
-    pub fn of(topo: &Topology, f: &Fault) -> Self {
-        let [a, b] = topo.link_names(f.link);
-        Self {
-            link: [a.into(), b.into()],
-            loss: f.loss,
-            flows: f.flows,
-        }
-    }
-}
-
-fn all_flows() -> f64 {
-    1.0
-}
-
-fn is_all_flows(share: &f64) -> bool {
-    *share >= 1.0
-}
-
-/// The `--json` document.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct SimulationResult {
-    pub topology: String,
-    pub seed: u64,
-    pub faults: Vec<FaultReport>,
-    pub epochs: Vec<EpochReport>,
-    pub summary: Summary,
-}
-
-impl SimulationResult {
-    /// The document of a finished run: its faults, its epochs, and the summary scored on them.
-    pub fn of_run(ctl: &Controller, faults: &[Fault], seed: u64, epochs: Vec<EpochReport>) -> Self {
-        Self {
-            topology: ctl.topo.name.clone(),
-            seed,
-            faults: faults
-                .iter()
-                .map(|f| FaultReport::of(&ctl.topo, f))
-                .collect(),
-            summary: summarize(ctl, faults, &epochs),
-            epochs,
-        }
-    }
+/// The document of a finished run: its faults, its epochs, and the summary scored on them.
+pub fn document(
+    kind: RunKind,
+    ctl: &Controller,
+    faults: &[Fault],
+    seed: u64,
+    epochs: Vec<EpochReport>,
+) -> RunDocument {
+    let summary = summarize(ctl, faults, &epochs);
+    RunDocument::new(kind, &ctl.topo, seed, faults, epochs, summary)
 }
 
 /// Runs a simulation; `on_epoch` sees each report as it is made.
-pub fn run(opts: &SimulateOptions, on_epoch: impl FnMut(&EpochReport)) -> Result<SimulationResult> {
+pub fn run(opts: &SimulateOptions, on_epoch: impl FnMut(&EpochReport)) -> Result<RunDocument> {
     Ok(run_full(opts, on_epoch)?.result)
 }
 
 /// A finished run with what other localizers need to be fed the same measurements.
 pub struct FullRun {
-    pub result: SimulationResult,
+    pub result: RunDocument,
     /// The topology as the run used it (switch IDs after the pathBF audit).
     pub topo: canary_core::topo::Topology,
     pub faults: Vec<Fault>,
@@ -181,7 +139,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
         }
         Ok::<(), Error>(())
     })?;
-    let mut result = SimulationResult::of_run(&ctl, &faults, opts.seed, epochs);
+    let mut result = document(RunKind::Packets, &ctl, &faults, opts.seed, epochs);
     if let Some(h) = h {
         add_bounds(&mut result.summary.over_time, &ctl.topo, &faults, &gains, h);
     }
@@ -277,7 +235,11 @@ pub fn summarize(ctl: &Controller, faults: &[Fault], reports: &[EpochReport]) ->
 }
 
 /// The run scored epoch by epoch against the schedule (every fault constant: from epoch 0 on).
-fn over_time_report(topo: &Topology, faults: &[Fault], reports: &[EpochReport]) -> OverTimeReport {
+pub fn over_time_report(
+    topo: &Topology,
+    faults: &[Fault],
+    reports: &[EpochReport],
+) -> OverTimeReport {
     let blamed: Vec<Vec<LinkIx>> = reports
         .iter()
         .map(|r| {

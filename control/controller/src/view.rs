@@ -3,17 +3,19 @@
 
 use crate::error::{Error, Result};
 use crate::page::{self, Page};
-use crate::report::EpochReport;
-use crate::setup::load_topology;
+use crate::run_document::RunDocument;
+use canary_core::topo::Topology;
 use std::path::PathBuf;
 
 #[derive(clap::Args, Debug)]
 pub struct ViewArgs {
-    /// A run's JSON (`canary run --json`, `canary simulate --json`).
+    /// A run's JSON document (`canary run --json`, `canary simulate --json`, with or without
+    /// `--synth-meters`).
     pub run: PathBuf,
-    /// `fattree:K` or a YAML topology file (the one the run used).
-    #[arg(long, default_value = "fattree:4")]
-    pub topology: String,
+    /// `fattree:K` or a YAML topology file: only for a document from before version 1 on a
+    /// topology file. The run's own fabric is used otherwise, and another one is refused.
+    #[arg(long)]
+    pub topology: Option<String>,
     /// Where to serve the page, e.g. 127.0.0.1:8080.
     #[arg(long, default_value = "127.0.0.1:8080")]
     pub serve: String,
@@ -27,9 +29,8 @@ pub struct Served {
 }
 
 impl Served {
-    pub fn start(topology: &str, addr: &str) -> Result<Self> {
-        let topo = load_topology(topology, None)?;
-        let page = Page::new(&topo);
+    pub fn start(topo: &Topology, addr: &str) -> Result<Self> {
+        let page = Page::new(topo);
         let rt = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(1)
             .enable_all()
@@ -47,33 +48,12 @@ impl Served {
     }
 }
 
-/// The epoch reports of a run's JSON; errors name the file and the epoch.
-pub fn epochs_of(path: &std::path::Path) -> Result<Vec<EpochReport>> {
-    let text = std::fs::read_to_string(path)
-        .map_err(|e| Error::io(format!("cannot read {}", path.display()), e))?;
-    let v: serde_json::Value = serde_json::from_str(&text)
-        .map_err(|e| Error::given(format!("{}: not JSON", path.display()), e))?;
-    let list = v["epochs"]
-        .as_array()
-        .ok_or_else(|| Error::given(path.display(), "no `epochs` list"))?;
-    list.iter()
-        .enumerate()
-        .map(|(i, e)| {
-            serde_json::from_value(e.clone()).map_err(|err| {
-                Error::given(
-                    format!("{}: epochs[{i}] is not an epoch report", path.display()),
-                    err,
-                )
-            })
-        })
-        .collect()
-}
-
 /// `canary view`.
 pub fn main(a: &ViewArgs) -> Result<()> {
-    let epochs = epochs_of(&a.run)?;
-    let served = Served::start(&a.topology, &a.serve)?;
-    for e in &epochs {
+    let doc = RunDocument::load(&a.run)?;
+    let topo = doc.topology_for(&a.run.display().to_string(), a.topology.as_deref())?;
+    let served = Served::start(&topo, &a.serve)?;
+    for e in &doc.epochs {
         served.page.push(e);
     }
     served.until_shutdown();

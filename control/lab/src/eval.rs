@@ -37,7 +37,8 @@ pub use table::render_table;
 pub use telemetry::{draw_fabric, stream};
 
 use crate::{Error, Result};
-use canary_controller::simulate::{self, FaultReport, FullRun, SimulateOptions};
+use canary_controller::run_document::FaultReport;
+use canary_controller::simulate::{self, FullRun, SimulateOptions};
 use canary_core::fault::{self, Fault};
 use canary_core::localize::netbouncer::ProbePath;
 use canary_core::localize::vote007::{per_flow_blame, tally};

@@ -14,19 +14,22 @@
 //! that lost every packet is charged to its segment (absence is loss).
 
 use crate::{Error, Result};
+use canary_controller::report::EpochReport;
+pub use canary_controller::run_document::synthesized::{
+    ScaleEpoch, ScaleFault, ScaleRun, ScaleSetup,
+};
+use canary_controller::run_document::RunDocument;
 use canary_controller::setup::{load_faults, load_topology, prepare, Prepared};
 use canary_core::capacity::Capacity;
 use canary_core::detect::minus_meters_expecting;
 use canary_core::fault::{active_links, background, link_losses, Fault};
 use canary_core::localize::{Canary, CanaryParams, Localizer};
-use canary_core::schedule::{EvidenceAge, LastShown, WatchBudget, WatchPlan};
+use canary_core::schedule::{LastShown, WatchBudget, WatchPlan};
 use canary_core::score::Score;
-use canary_core::sketch::MeterConfig;
-use canary_core::topo::{LinkIx, MonitorPlacement};
+use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
 use canary_sim::synth::{synth_watched, SynthConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
-use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
 /// Canary's F1 at every k of the paper's Fig. 10 was above this.
@@ -72,69 +75,29 @@ impl Default for ScaleOptions {
     }
 }
 
-/// The fabric and the plan that watches it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ScaleSetup {
-    pub topology: String,
-    pub switches: usize,
-    pub hosts: usize,
-    pub monitors: usize,
-    pub segments: usize,
-    pub links: usize,
-    pub meters: MeterConfig,
-    /// Segments one monitor starts (and ends) per round.
-    pub segments_per_monitor: usize,
-    pub rounds: usize,
-    /// Epochs between two watches of a segment: the bound on its evidence's age.
-    pub period: u64,
-    pub prepare_s: f64,
-    pub plan_ms: f64,
+/// A synthesized run, as its document: every epoch's report, the summary, and what the run
+/// measured of itself (`synthesized`: the watch plan, each epoch's cost, each fault's time to
+/// detect).
+pub fn run(opts: &ScaleOptions, on_epoch: impl FnMut(&ScaleEpoch)) -> Result<RunDocument> {
+    let r = run_parts(opts, on_epoch)?;
+    Ok(document::of_run(
+        &r.topo, opts.seed, &r.faults, r.reports, r.measured,
+    ))
 }
 
-/// One epoch: what was watched, how old the evidence is, what was blamed, and the time the
-/// controller spent on it.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ScaleEpoch {
-    pub epoch: u64,
-    pub watched: usize,
-    /// Flows the watched segments sent, and those whose loss the meters gave back.
-    pub flows_sent: u64,
-    pub flows_counted: u64,
-    pub evidence: EvidenceAge,
-    pub blamed: Vec<LinkIx>,
-    pub score: Score,
-    /// Minus meters alone, then with the evidence update and success probabilities.
-    pub minus_meters_ms: f64,
-    pub detect_ms: f64,
-    pub localize_ms: f64,
-    /// Minus meters + evidence + success probabilities + Canary.
-    pub epoch_ms: f64,
+/// What a synthesized run measures of itself, without its document.
+pub fn measure(opts: &ScaleOptions, on_epoch: impl FnMut(&ScaleEpoch)) -> Result<ScaleRun> {
+    Ok(run_parts(opts, on_epoch)?.measured)
 }
 
-/// When each fault was first blamed.
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ScaleFault {
-    pub link: [String; 2],
-    pub loss: f64,
-    /// Epochs from its onset to the first epoch that blamed it (1: the epoch it began).
-    pub time_to_detect: Option<u64>,
+struct Parts {
+    measured: ScaleRun,
+    reports: Vec<EpochReport>,
+    topo: Topology,
+    faults: Vec<Fault>,
 }
 
-#[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct ScaleRun {
-    pub setup: ScaleSetup,
-    pub faults: Vec<ScaleFault>,
-    pub epochs: Vec<ScaleEpoch>,
-    /// The epochs after the first full period (every segment seen at least once), scored
-    /// together.
-    pub after_first_period: Score,
-    /// The first epoch from which every epoch's F1 is at least 0.95, the accuracy the paper
-    /// reports for Canary at every k it ran (Fig. 10).
-    pub accurate_from: Option<u64>,
-    pub peak_rss_mb: Option<f64>,
-}
-
-pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result<ScaleRun> {
+fn run_parts(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result<Parts> {
     let t = Instant::now();
     let topo = load_topology(&opts.topology, Some(MonitorPlacement::TopAndBottom))?;
     let mut rng = ChaCha8Rng::seed_from_u64(opts.seed);
@@ -173,10 +136,12 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
 
     let mut controller = Controller::new(opts, &prep, &plan, faults, bg);
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
+    let mut reports = Vec::with_capacity(opts.epochs as usize);
     for e in 0..u64::from(opts.epochs) {
-        let epoch = controller.epoch(e, &mut rng)?;
+        let (epoch, report) = controller.epoch(e, &mut rng)?;
         on_epoch(&epoch);
         epochs.push(epoch);
+        reports.push(report);
     }
 
     let links = prep.topo.links.len();
@@ -187,13 +152,20 @@ pub fn run(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Result
             .map(|e| e.score),
         links,
     );
-    Ok(ScaleRun {
+    let measured = ScaleRun {
         setup,
         faults: controller.faults(),
         accurate_from: accurate_from(&epochs),
         epochs,
         after_first_period,
         peak_rss_mb: peak_rss_mb(),
+    };
+    let faults = controller.faults;
+    Ok(Parts {
+        measured,
+        reports,
+        topo: prep.topo,
+        faults,
     })
 }
 
@@ -240,8 +212,8 @@ impl<'a> Controller<'a> {
     }
 
     /// Epoch `e`: the watched segments' meters synthesized, then what the controller does with
-    /// them, timed.
-    fn epoch(&mut self, e: u64, rng: &mut ChaCha8Rng) -> Result<ScaleEpoch> {
+    /// them, timed; with its report.
+    fn epoch(&mut self, e: u64, rng: &mut ChaCha8Rng) -> Result<(ScaleEpoch, EpochReport)> {
         let (opts, prep) = (self.opts, self.prep);
         let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
         let loss = link_losses(&self.bg, &self.faults, e);
@@ -281,7 +253,7 @@ impl<'a> Controller<'a> {
                 self.first_blamed[i] = Some(e);
             }
         }
-        Ok(ScaleEpoch {
+        let measured = ScaleEpoch {
             epoch: e,
             watched: watched.len(),
             flows_sent: synth.flows,
@@ -293,7 +265,18 @@ impl<'a> Controller<'a> {
             detect_ms,
             localize_ms,
             epoch_ms: detect_ms + localize_ms,
-        })
+        };
+        let report = document::epoch_report(
+            topo,
+            segments.len(),
+            &verdict,
+            document::Round {
+                plan: self.plan,
+                first_sweep: !opts.blame_in_first_sweep && e + 1 < self.plan.period(),
+            },
+            &measured,
+        );
+        Ok((measured, report))
     }
 
     /// Each fault with when it was first blamed.
@@ -351,6 +334,8 @@ pub fn peak_rss_mb() -> Option<f64> {
         .ok()?;
     Some(kb / 1024.0)
 }
+
+mod document;
 
 #[cfg(test)]
 mod tests;

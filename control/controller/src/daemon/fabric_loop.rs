@@ -9,8 +9,8 @@ use crate::cluster::ClusterStages;
 use crate::controller::Controller;
 use crate::error::{Error, Result};
 use crate::report::EpochReport;
+use crate::run_document::RunDocument;
 use crate::setup::Prepared;
-use crate::simulate::SimulationResult;
 use canary_core::fault::Fault;
 use canary_core::pathbf::PathBfParams;
 use canary_switch::driver::SwitchDriver;
@@ -19,7 +19,7 @@ use std::future::Future;
 
 /// How a run on one fabric ended.
 pub(super) enum Ended {
-    Done(Box<SimulationResult>),
+    Done(Box<RunDocument>),
     /// Another controller became primary: this one stands down.
     Demoted(String),
 }
@@ -88,7 +88,13 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
             .observe(&ctl, &r, fabric.counters.digests_dropped);
         sink.emit(r, opts.quiet)?;
     }
-    let result = SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut sink.epochs));
+    let result = crate::simulate::document(
+        crate::run_document::RunKind::Switches,
+        &ctl,
+        faults,
+        0,
+        std::mem::take(&mut sink.epochs),
+    );
     if let Some(path) = &opts.json {
         let f = std::fs::File::create(path)
             .map_err(|e| Error::io(format!("--json {}: cannot write", path.display()), e))?;

@@ -8,8 +8,8 @@ use crate::incidents::{rfc3339, Journal, TrackConfig};
 use crate::metrics::{self, Metrics};
 use crate::report::{render_epoch, EpochReport};
 use crate::report_file::ReportFile;
+use crate::run_document::RunDocument;
 use crate::setup::Prepared;
-use crate::simulate::SimulationResult;
 use canary_core::fault::Fault;
 use std::io::Write;
 use std::sync::Arc;
@@ -114,13 +114,19 @@ impl<F: FnMut(&EpochReport)> Sink<'_, F> {
         prep: &Prepared,
         faults: &[Fault],
         opts: &RunOptions,
-    ) -> SimulationResult {
+    ) -> RunDocument {
         let ctl = Controller::new(
             prep.topo.clone(),
             prep.segments.clone(),
             prep.codec.clone(),
             controller_config(opts),
         );
-        SimulationResult::of_run(&ctl, faults, 0, std::mem::take(&mut self.epochs))
+        crate::simulate::document(
+            crate::run_document::RunKind::Switches,
+            &ctl,
+            faults,
+            0,
+            std::mem::take(&mut self.epochs),
+        )
     }
 }

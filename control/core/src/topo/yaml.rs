@@ -19,7 +19,7 @@
 use super::{default_switch_id, Host, MonitorPlacement, Switch, SwitchIx, Topology, TopologyError};
 use serde::{Deserialize, Serialize};
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct TopologyFile {
     pub name: String,
@@ -29,7 +29,7 @@ pub struct TopologyFile {
     pub links: Vec<[String; 2]>,
 }
 
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct SwitchEntry {
     pub name: String,
@@ -40,7 +40,7 @@ pub struct SwitchEntry {
     pub hosts: Hosts,
 }
 
-#[derive(Debug, Default, Serialize, Deserialize)]
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum Hosts {
     #[default]
@@ -51,7 +51,7 @@ pub enum Hosts {
 
 /// A host: just a name (addresses assigned), or a name with its IPv4 address and optionally its
 /// IPv6 address (default: `fd00:0:x:y::z` for IPv4 `w.x.y.z`).
-#[derive(Debug, Serialize, Deserialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(untagged)]
 pub enum HostEntry {
     Name(String),
@@ -113,7 +113,8 @@ pub fn parse(file: &str, text: &str) -> Result<Topology, TopologyFileError> {
     build(file, parsed)
 }
 
-fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
+/// The topology a parsed file describes; `file` is only used to name it in errors.
+pub fn build(file: &str, f: TopologyFile) -> Result<Topology, TopologyFileError> {
     let errs = FileErrors { file };
     let placement = match &f.monitors {
         None => MonitorPlacement::TopAndBottom,
@@ -341,7 +342,13 @@ fn check_unique_hosts(hosts: &[Host], fields: &[String]) -> Result<(), (String, 
 
 /// The YAML text of a topology (used to write the files under `topologies/`).
 pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
-    let file = TopologyFile {
+    serde_norway::to_string(&to_file(topo, placement)).expect("topology serialises")
+}
+
+/// A topology as its file would describe it: every host with its addresses, and a switch's ID
+/// where it is not the one its name gives.
+pub fn to_file(topo: &Topology, placement: MonitorPlacement) -> TopologyFile {
+    TopologyFile {
         name: topo.name.clone(),
         monitors: Some(placement.to_string()),
         switches: topo
@@ -365,7 +372,7 @@ pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
                 SwitchEntry {
                     name: s.name.clone(),
                     layer: s.layer,
-                    id: None,
+                    id: (s.id != default_switch_id(&s.name)).then_some(s.id),
                     hosts: if hs.is_empty() {
                         Hosts::None
                     } else {
@@ -385,8 +392,7 @@ pub fn to_yaml(topo: &Topology, placement: MonitorPlacement) -> String {
                 ]
             })
             .collect(),
-    };
-    serde_norway::to_string(&file).expect("topology serialises")
+    }
 }
 
 #[cfg(test)]

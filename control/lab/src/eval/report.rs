@@ -4,7 +4,7 @@
 use super::calibrate;
 use super::over_time;
 use canary_controller::report::Summary;
-use canary_controller::simulate::FaultReport;
+use canary_controller::run_document::FaultReport;
 use canary_core::localize::Verdict;
 use canary_core::score::Score;
 use canary_core::topo::{LinkIx, Topology};

@@ -1,4 +1,5 @@
 use super::*;
+use canary_controller::run_document::RunDocument;
 
 fn run_k8(epochs: u32, faults: &str, width: Option<usize>) -> ScaleRun {
     let mut opts = ScaleOptions {
@@ -11,7 +12,7 @@ fn run_k8(epochs: u32, faults: &str, width: Option<usize>) -> ScaleRun {
     if let Some(w) = width {
         opts.capacity.meter.width = w;
     }
-    run(&opts, |_| {}).unwrap()
+    measure(&opts, |_| {}).unwrap()
 }
 
 #[test]
@@ -62,7 +63,7 @@ fn a_healthy_fabric_is_blamed_nothing_over_two_periods() {
 
 #[test]
 fn a_fault_that_begins_after_the_first_sweep_is_found_within_a_period() {
-    let r = run(
+    let r = measure(
         &ScaleOptions {
             topology: "fattree:8".into(),
             epochs: 9,
@@ -80,4 +81,51 @@ fn a_fault_that_begins_after_the_first_sweep_is_found_within_a_period() {
     for f in &r.faults {
         assert!(f.time_to_detect.is_some_and(|t| t <= 3), "{f:?}");
     }
+}
+
+#[test]
+fn the_document_names_every_epochs_blames_and_reads_back() {
+    let opts = ScaleOptions {
+        topology: "fattree:8".into(),
+        epochs: 5,
+        seed: 2,
+        ..Default::default()
+    };
+    let doc = run(&opts, |_| {}).unwrap();
+    let text = serde_json::to_string(&doc).unwrap();
+    let doc = RunDocument::parse("run.json", &text).unwrap();
+    assert_eq!(
+        doc.kind,
+        canary_controller::run_document::RunKind::Synthesized
+    );
+    let topo = doc.topology_for("run.json", None).unwrap();
+    let measured = doc.synthesized.as_ref().unwrap();
+    assert_eq!(doc.epochs.len(), 5);
+    assert!(!doc.faults.is_empty());
+    for (report, m) in doc.epochs.iter().zip(&measured.epochs) {
+        let reported: Vec<String> = report.blamed.iter().map(|b| b.link.join("→")).collect();
+        let period = measured.setup.period;
+        if report.epoch + 1 < period {
+            assert!(reported.is_empty(), "first sweep: {reported:?}");
+            assert_eq!(
+                report.watch.as_ref().unwrap().first_sweep_until,
+                Some(period - 1)
+            );
+        } else {
+            assert!(!reported.is_empty(), "epoch {}", report.epoch);
+        }
+        assert_eq!(report.watch.as_ref().unwrap().watched, m.watched);
+    }
+    // The lab's link indices are not in the document: a second run of the same seed has them.
+    let again = measure(&opts, |_| {}).unwrap();
+    for (report, m) in doc.epochs.iter().zip(&again.epochs) {
+        let named: Vec<String> = m
+            .blamed
+            .iter()
+            .map(|&l| topo.link_names(l).join("→"))
+            .collect();
+        let reported: Vec<String> = report.blamed.iter().map(|b| b.link.join("→")).collect();
+        assert_eq!(reported, named, "epoch {}", report.epoch);
+    }
+    assert_eq!(doc.summary.f1, measured.after_first_period.f1);
 }
