@@ -89,8 +89,7 @@ impl Packets {
     /// does; `relay`: the link (by switch names) whose frames the test carries. `None` (after
     /// printing `SKIP: ...`) when the tools or root are missing.
     fn start(test: &str, yaml_text: &str, relay: Option<(&str, &str)>) -> Option<Packets> {
-        if let Some(what) = bmv2::missing() {
-            bmv2::skip(&format!("bmv2_packets {test}: {what}"));
+        if !bmv2::runnable(&format!("bmv2_packets {test}"), &bmv2::missing()) {
             return None;
         }
         let topo = yaml::parse("topology.yaml", yaml_text).unwrap();

@@ -7,7 +7,7 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, http_get, on_path, skip, wait_listening, KillOnDrop};
+use canary_testkit::{free_port, http_get, runnable, tools_lacking, wait_listening, KillOnDrop};
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -129,8 +129,10 @@ fn logs(dir: &Path) -> String {
 
 #[test]
 fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
-    if !on_path("nats-server") {
-        skip("the cluster test needs nats-server on PATH (Debian: nats-server)");
+    if !runnable(
+        "cluster",
+        &tools_lacking(&["nats-server"], "Debian nats-server"),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -293,8 +295,10 @@ fn a_cluster_of_workers_reports_what_one_process_does_through_worker_kills() {
 /// writes every epoch once.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link() {
-    if !on_path("nats-server") {
-        skip("the cluster test needs nats-server on PATH (Debian: nats-server)");
+    if !runnable(
+        "cluster",
+        &tools_lacking(&["nats-server"], "Debian nats-server"),
+    ) {
         return;
     }
     const RUN_EPOCHS: usize = 10;

@@ -23,11 +23,7 @@ use std::time::{Duration, Instant};
 const EPOCH_MS: u64 = 1000;
 
 fn missing() -> bool {
-    if let Some(m) = bmv2::missing() {
-        bmv2::skip(&m);
-        return true;
-    }
-    false
+    !bmv2::runnable("controller_death_bmv2", &bmv2::missing())
 }
 
 fn topology() -> String {

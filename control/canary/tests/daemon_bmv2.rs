@@ -14,11 +14,7 @@ use serde_json::Value;
 use std::time::{Duration, Instant};
 
 fn missing() -> bool {
-    if let Some(m) = bmv2::missing() {
-        bmv2::skip(&m);
-        return true;
-    }
-    false
+    !bmv2::runnable("daemon_bmv2", &bmv2::missing())
 }
 
 fn topo_file(name: &str) -> String {
@@ -97,11 +93,7 @@ fn line2_daemon_args<'a>(
 /// The two-switch line, no loss yet, and its topology file; `None` (after printing SKIP) where
 /// the tools are missing.
 fn line2_healthy() -> Option<(String, FabricLab)> {
-    if missing() {
-        return None;
-    }
-    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
-        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
+    if !bmv2::runnable("daemon_bmv2", &bmv2::loss_missing()) {
         return None;
     }
     let topology = topo_file("line2.yaml");

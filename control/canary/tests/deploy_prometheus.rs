@@ -4,7 +4,7 @@
 //! dashboard use is one `canary run --metrics` exports.
 
 use canary_controller::metrics::Metrics;
-use canary_testkit::{on_path, repo_root, skip};
+use canary_testkit::{repo_root, runnable, tools_lacking};
 use std::collections::BTreeSet;
 use std::process::Command;
 
@@ -26,8 +26,10 @@ fn promtool(args: &[&str]) {
 
 #[test]
 fn the_rules_and_config_are_valid_and_the_alerts_fire_on_canarys_series() {
-    if !on_path("promtool") {
-        skip("promtool (Debian `prometheus`)");
+    if !runnable(
+        "deploy_prometheus",
+        &tools_lacking(&["promtool"], "Debian prometheus"),
+    ) {
         return;
     }
     promtool(&["check", "config", "prometheus.yml"]);

@@ -203,8 +203,8 @@ fn in_rounds_each_links_evidence_has_its_age() {
 /// smallest `min_loss` any epoch reported.
 #[test]
 fn the_testbeds_score_reads_the_bound_from_the_report() {
-    if !canary_testkit::on_path("python3") {
-        canary_testkit::skip("python3");
+    let lacks = canary_testkit::tools_lacking(&["python3"], "Debian python3");
+    if !canary_testkit::runnable("evidence_map score.py", &lacks) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -228,8 +228,8 @@ fn a_long_part_shows_its_step_on_a_terminal_and_nothing_off_one() {
         "{}",
         String::from_utf8_lossy(&off.stderr)
     );
-    if Command::new("script").arg("--version").output().is_err() {
-        println!("SKIP: script (util-linux) not found: the terminal half is not checked");
+    let lacks = canary_testkit::tools_lacking(&["script"], "Debian util-linux");
+    if !canary_testkit::runnable("overhead_cli, on a terminal", &lacks) {
         return;
     }
     let line = format!("{} {args}", env!("CARGO_BIN_EXE_canary"));

@@ -5,7 +5,7 @@
 //! `CANARY_PAGE_SCREENSHOT=FILE` also saves a screenshot. Prints `SKIP` where Chromium or
 //! chromedriver is missing.
 
-use canary_testkit::{free_port, on_path, skip};
+use canary_testkit::{free_port, runnable, tools_lacking};
 use fantoccini::{ClientBuilder, Locator};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
@@ -39,8 +39,11 @@ async fn eventually<T>(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> 
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
-    if !on_path("chromium") || !on_path("chromedriver") {
-        skip("chromium and chromedriver (Debian `chromium`, `chromium-driver`)");
+    let lacks = tools_lacking(
+        &["chromium", "chromedriver"],
+        "Debian chromium, chromium-driver",
+    );
+    if !runnable("page_browser", &lacks) {
         return;
     }
     let topology =

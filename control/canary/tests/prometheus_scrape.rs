@@ -5,7 +5,7 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, http_get as get, on_path, repo_root, skip, KillOnDrop};
+use canary_testkit::{free_port, http_get as get, repo_root, runnable, tools_lacking, KillOnDrop};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -32,8 +32,10 @@ fn query(port: u16, q: &str) -> Vec<(Value, f64)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn prometheus_reads_the_blamed_links_loss_from_canary() {
-    if !on_path("prometheus") {
-        skip("prometheus (Debian `prometheus`)");
+    if !runnable(
+        "prometheus_scrape",
+        &tools_lacking(&["prometheus"], "Debian prometheus"),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

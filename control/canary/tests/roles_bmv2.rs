@@ -317,12 +317,7 @@ fn canary_backup_write(setup: &Setup) -> (bool, String) {
 /// a switch's pipeline mid-run, Canary reports it and configures its own state there again.
 #[test]
 fn canary_role_runs_beside_the_forwarding_controller_and_neither_writes_the_other() {
-    if let Some(m) = bmv2::missing() {
-        bmv2::skip(&m);
-        return;
-    }
-    if !bmv2::on_path("tc") || !bmv2::on_path("nft") {
-        bmv2::skip("tc or nft (nftables, for loss where the kernel lacks netem) missing");
+    if !bmv2::runnable("roles_bmv2", &bmv2::loss_missing()) {
         return;
     }
     let topology = topo_file("line2.yaml");

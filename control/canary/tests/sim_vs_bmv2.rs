@@ -25,8 +25,7 @@ use std::time::Duration;
 
 #[test]
 fn simulator_paths_and_digests_equal_bmv2_on_a_fat_tree() {
-    if let Some(m) = bmv2::missing() {
-        bmv2::skip(&format!("sim_vs_bmv2: {m}"));
+    if !bmv2::runnable("sim_vs_bmv2", &bmv2::missing()) {
         return;
     }
     let topo = load_topology("fattree:4", None).unwrap();

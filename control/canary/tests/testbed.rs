@@ -18,13 +18,15 @@ mod testbed_kit;
 use std::path::Path;
 use std::time::Duration;
 
-use canary_testkit::{repo_root, skip};
+use canary_testkit::{repo_root, runnable};
 use testbed_kit::*;
 
 #[test]
 fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed line2_ten_percent_loss_is_localized_and_nothing_is_left_behind",
+        &missing(),
+    ) {
         return;
     }
     let dir = RunDir::new();
@@ -107,8 +109,10 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
 /// measured loss (`score.py --check`), and the 10 % fault is found. About 100 s.
 #[test]
 fn fattree4_every_drop_is_accounted_for_and_every_blame_explained() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed fattree4_every_drop_is_accounted_for_and_every_blame_explained",
+        &missing(),
+    ) {
         return;
     }
     let dir = RunDir::new();
@@ -156,8 +160,10 @@ fn fattree4_every_drop_is_accounted_for_and_every_blame_explained() {
 /// link, and Canary blames the link and nothing the accounting cannot explain. About 30 s.
 #[test]
 fn fattree4_a_fault_on_half_the_flows_is_blamed() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed fattree4_a_fault_on_half_the_flows_is_blamed",
+        &missing(),
+    ) {
         return;
     }
     let dir = RunDir::new();
@@ -194,8 +200,10 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
 /// estimate), so a fabric where no switch lost a frame blames nothing. About 30 s.
 #[test]
 fn fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose",
+        &missing(),
+    ) {
         return;
     }
     let dir = RunDir::new();
@@ -239,8 +247,10 @@ fn fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose() {
 /// explain (a link that lost frames, or one next to a switch that did). About 60 s.
 #[test]
 fn fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed fattree4_a_fault_from_epoch_5_to_15_is_blamed_then_cleared",
+        &missing(),
+    ) {
         return;
     }
     let dir = RunDir::new();
@@ -314,8 +324,7 @@ fn fattree4_a_link_dead_from_the_start_is_blamed() {
 /// first by epoch `by`, in every epoch from then on and never before the onset, and nothing
 /// is blamed that the accounting cannot explain.
 fn blackhole(file: &str, onset: usize, by: u64) {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable("testbed blackhole", &missing()) {
         return;
     }
     let dir = RunDir::new();

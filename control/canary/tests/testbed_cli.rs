@@ -7,7 +7,7 @@ mod testbed_kit;
 use std::process::Command;
 use std::time::Duration;
 
-use canary_testkit::{repo_root, skip};
+use canary_testkit::{repo_root, runnable};
 use testbed_kit::*;
 
 /// `score.py --check` on documents written here (no fabric): a run with one 1 % fault on
@@ -62,8 +62,10 @@ fn score_tells_a_fault_that_lost_nothing_from_a_miss() {
 
 #[test]
 fn bad_fault_file_is_rejected_naming_the_file_and_field() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed_cli bad_fault_file_is_rejected_naming_the_file_and_field",
+        &missing(),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();
@@ -100,8 +102,10 @@ fn bad_fault_file_is_rejected_naming_the_file_and_field() {
 
 #[test]
 fn a_topology_canary_rejects_stops_the_run_before_any_fabric() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable(
+        "testbed_cli a_topology_canary_rejects_stops_the_run_before_any_fabric",
+        &missing(),
+    ) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -10,17 +10,15 @@
 use std::collections::BTreeSet;
 use std::process::Command;
 
-use canary_testkit::{on_path, repo_root, skip};
+use canary_testkit::{repo_root, root_lacking, runnable, tools_lacking, Lack};
 
-fn missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("root (network namespaces, veths, tc) missing".into());
-    }
-    ["ip", "tc", "python3"]
+fn missing() -> Vec<Lack> {
+    let mut lacks: Vec<Lack> = root_lacking("network namespaces, veths, tc")
         .into_iter()
-        .find(|t| !on_path(t))
-        .map(|t| format!("{t} missing from PATH"))
+        .collect();
+    lacks.extend(tools_lacking(&["ip", "tc"], "Debian iproute2"));
+    lacks.extend(tools_lacking(&["python3"], "Debian python3"));
+    lacks
 }
 
 struct Case {
@@ -71,8 +69,7 @@ fn cases() -> Vec<Case> {
 
 #[test]
 fn a_share_of_flows_loses_whole_flows_and_plain_loss_its_rate() {
-    if let Some(m) = missing() {
-        skip(&m);
+    if !runnable("testbed_dropper", &missing()) {
         return;
     }
     let cases = cases();

@@ -196,8 +196,11 @@ mod tests {
     fn a_full_disk_is_an_error_naming_the_file_and_nothing_more_is_written() {
         // /dev/full takes the open and refuses every write with ENOSPC.
         let path = Path::new("/dev/full");
-        if !path.exists() {
-            println!("SKIP: no /dev/full on this machine");
+        let lacks: Vec<_> = (!path.exists())
+            .then(|| canary_testkit::Lack::new("/dev/full", "a Linux device"))
+            .into_iter()
+            .collect();
+        if !canary_testkit::runnable("report_file on a full disk", &lacks) {
             return;
         }
         let mut f = ReportFile::open(path).unwrap();

@@ -28,8 +28,7 @@ use criterion::{criterion_group, criterion_main, Criterion};
 use std::sync::Arc;
 
 fn harvest(c: &mut Criterion) {
-    if let Some(what) = missing() {
-        common::skip(&format!("bmv2_harvest: {what} missing from PATH"));
+    if !common::runnable("bmv2_harvest", &missing()) {
         return;
     }
     let p4info = P4InfoFile::load(&program().join("canary.p4info.bin")).unwrap();

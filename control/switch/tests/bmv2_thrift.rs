@@ -61,8 +61,7 @@ fn pair(hi: u32, lo: u32) -> i64 {
 
 #[test]
 fn write_read_reset_and_typed_errors() {
-    if let Some(what) = missing() {
-        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
+    if !common::runnable("bmv2_thrift", &missing()) {
         return;
     }
     let sw = Switch::start(11);
@@ -289,8 +288,7 @@ fn driver(sw: &Switch, name: &str) -> Bmv2Driver {
 /// exactly; HashPipe and the stale cell are then zeroed, nothing else.
 #[test]
 fn the_driver_reads_the_model_meters_back_epoch_by_epoch() {
-    if let Some(what) = missing() {
-        common::skip(&format!("bmv2_thrift: {what} missing from PATH"));
+    if !common::runnable("bmv2_thrift", &missing()) {
         return;
     }
     let sw = Switch::start(12);

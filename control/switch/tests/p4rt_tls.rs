@@ -13,7 +13,7 @@ use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
 
-use canary_testkit::{free_port, on_path};
+use canary_testkit::{free_port, tools_lacking};
 
 fn run(cmd: &mut Command) {
     let out = cmd.output().unwrap();
@@ -82,11 +82,13 @@ impl Drop for Switch {
 
 #[test]
 fn pipeline_push_and_write_errors_over_tls() {
-    for tool in ["simple_switch_grpc", "p4c", "openssl"] {
-        if !on_path(tool) {
-            common::skip(&format!("{tool} missing from PATH"));
-            return;
-        }
+    let mut lacks = tools_lacking(
+        &["simple_switch_grpc", "p4c"],
+        "p4c and BMv2, built from their public sources, DEVELOPERS.md",
+    );
+    lacks.extend(tools_lacking(&["openssl"], "Debian openssl"));
+    if !common::runnable("p4rt_tls", &lacks) {
+        return;
     }
     let dir = tempfile::tempdir().unwrap();
     certificates(dir.path());

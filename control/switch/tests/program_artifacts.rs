@@ -13,8 +13,11 @@ use std::path::Path;
 
 #[test]
 fn the_kept_p4info_is_the_compilers_and_resolves() {
-    if !canary_testkit::on_path("p4c") {
-        common::skip("program_artifacts: p4c missing from PATH");
+    let lacks = canary_testkit::tools_lacking(
+        &["p4c"],
+        "p4c and BMv2, built from their public sources, DEVELOPERS.md",
+    );
+    if !common::runnable("program_artifacts", &lacks) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -19,7 +19,7 @@ use canary_switch::contract::Program;
 use serde_json::Value;
 use std::process::Command;
 
-use canary_testkit::{on_path, repo_root};
+use canary_testkit::repo_root;
 
 /// Per stage: (stage number, stateful ALUs used).
 fn stages(resources: &Value) -> Vec<(u64, usize)> {
@@ -84,8 +84,11 @@ fn has_usage(unit: &Value) -> bool {
 
 #[test]
 fn tna_program_compiles_for_tofino1_and_resolves() {
-    if !on_path("bf-p4c") {
-        common::skip("tna_compile: bf-p4c not on PATH (build the Tofino back end of p4c)");
+    let lacks = canary_testkit::tools_lacking(
+        &["bf-p4c"],
+        "the Tofino back end of p4c, built from its public sources, DEVELOPERS.md",
+    );
+    if !common::runnable("tna_compile", &lacks) {
         return;
     }
     let dir = tempfile::tempdir().unwrap();

@@ -14,9 +14,86 @@ pub fn repo_root() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
+/// Something a test needs that this machine lacks.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Lack {
+    /// What `CANARY_TEST_REQUIRE` calls it: a tool's name on PATH, `root`, or `python3:MODULE`.
+    pub name: String,
+    /// Where it comes from.
+    pub hint: String,
+}
+
+impl Lack {
+    pub fn new(name: impl Into<String>, hint: impl Into<String>) -> Self {
+        Lack {
+            name: name.into(),
+            hint: hint.into(),
+        }
+    }
+}
+
+/// Each of `tools` that is not on PATH, with where it comes from.
+pub fn tools_lacking(tools: &[&str], hint: &str) -> Vec<Lack> {
+    tools
+        .iter()
+        .filter(|t| !on_path(t))
+        .map(|t| Lack::new(*t, hint))
+        .collect()
+}
+
+/// Root, when the test does not have it (`why`: what it needs root for).
+pub fn root_lacking(why: &str) -> Option<Lack> {
+    // SAFETY: geteuid has no preconditions.
+    (unsafe { libc::geteuid() } != 0).then(|| Lack::new("root", why))
+}
+
+/// Whether a test can run here. Where nothing is lacking, true. Otherwise it prints
+/// `SKIP: TEST: <what> missing` where `cargo test` shows it and returns false, so that a
+/// newcomer's machine without, say, BMv2 still passes, and never silently. Unless
+/// `CANARY_TEST_REQUIRE` requires one of the lacks (`.ci/run` sets it): then the test fails,
+/// naming it. See [`required`].
+pub fn runnable(test: &str, lacks: &[Lack]) -> bool {
+    if lacks.is_empty() {
+        return true;
+    }
+    let require = std::env::var("CANARY_TEST_REQUIRE").ok();
+    let allow = std::env::var("CANARY_TEST_ALLOW_MISSING").ok();
+    let listed: Vec<String> = lacks
+        .iter()
+        .map(|l| format!("{} missing ({})", l.name, l.hint))
+        .collect();
+    let must: Vec<&str> = lacks
+        .iter()
+        .filter(|l| required(&l.name, require.as_deref(), allow.as_deref()))
+        .map(|l| l.name.as_str())
+        .collect();
+    assert!(
+        must.is_empty(),
+        "{test}: CANARY_TEST_REQUIRE={} requires {}: {}",
+        require.as_deref().unwrap_or_default(),
+        must.join(", "),
+        listed.join("; ")
+    );
+    skip(&format!("{test}: {}", listed.join("; ")));
+    false
+}
+
+/// Whether a test lacking `name` must fail instead of being skipped: `require` is `all` (every
+/// tool) or a comma-separated list of names; `allow` lists names `all` leaves out (the tools no
+/// package registry has, which `.ci/run` cannot install).
+pub fn required(name: &str, require: Option<&str>, allow: Option<&str>) -> bool {
+    let listed =
+        |list: Option<&str>| list.is_some_and(|l| l.split(',').map(str::trim).any(|x| x == name));
+    match require.map(str::trim) {
+        None | Some("") => false,
+        Some("all") => !listed(allow),
+        Some(_) => listed(require),
+    }
+}
+
 /// Prints `SKIP: <what>` where `cargo test` shows it: straight to stderr, since libtest keeps
 /// what `eprintln!` prints from a passing test to itself, and a skip must never pass silently.
-pub fn skip(what: &str) {
+fn skip(what: &str) {
     use std::io::Write;
     let _ = writeln!(std::io::stderr(), "SKIP: {what}");
 }
@@ -191,4 +268,20 @@ pub fn eth_ipv4_tcp(src: u32, dst: u32, sport: u16, dport: u16) -> Vec<u8> {
     f.extend(dport.to_be_bytes());
     f.extend([0u8; 16]);
     f
+}
+
+#[cfg(test)]
+mod tests {
+    use super::required;
+
+    #[test]
+    fn require_all_fails_every_lack_but_the_allowed_and_a_list_only_its_own() {
+        assert!(!required("p4c", None, None), "a newcomer's machine skips");
+        assert!(!required("p4c", Some(""), None));
+        assert!(required("nats-server", Some("all"), Some("p4c,bf-p4c")));
+        assert!(!required("bf-p4c", Some("all"), Some("p4c, bf-p4c")));
+        assert!(required("root", Some("all"), None));
+        assert!(required("chromium", Some("prometheus,chromium"), None));
+        assert!(!required("p4c", Some("prometheus,chromium"), None));
+    }
 }

@@ -14,20 +14,27 @@ pub const THRIFT_PORT: u16 = 9090;
 static LABS: std::sync::atomic::AtomicU32 = std::sync::atomic::AtomicU32::new(0);
 
 /// Why the lab cannot run here, or `None` when it can.
-pub fn missing() -> Option<String> {
-    for tool in ["p4c", "simple_switch_grpc", "simple_switch_CLI", "ip"] {
-        if !on_path(tool) {
-            return Some(format!("{tool} missing from PATH"));
-        }
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("root (for network namespaces) missing".into());
-    }
-    None
+pub fn missing() -> Vec<Lack> {
+    let mut lacks = tools_lacking(
+        &["p4c", "simple_switch_grpc", "simple_switch_CLI"],
+        "p4c and BMv2, built from their public sources, DEVELOPERS.md",
+    );
+    lacks.extend(tools_lacking(&["ip"], "Debian iproute2"));
+    lacks.extend(root_lacking("network namespaces"));
+    lacks
 }
 
-pub use canary_testkit::{on_path, repo_root, skip};
+/// What the tests that put loss on a veth need besides: `tc` and nftables (the kernel may
+/// lack netem).
+pub fn loss_missing() -> Vec<Lack> {
+    let mut lacks = missing();
+    lacks.extend(tools_lacking(&["tc"], "Debian iproute2"));
+    lacks.extend(tools_lacking(&["nft"], "Debian nftables"));
+    lacks
+}
+
+pub use canary_testkit::{repo_root, runnable};
+use canary_testkit::{root_lacking, tools_lacking, Lack};
 
 fn run(cmd: &mut Command) -> String {
     let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));

@@ -8,38 +8,32 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use canary_testkit::{on_path, repo_root};
+use canary_testkit::{repo_root, root_lacking, tools_lacking, Lack};
 
-/// Why the testbed cannot run here, or `None`.
-pub fn missing() -> Option<String> {
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        return Some("root (network namespaces, veths, tc) missing".into());
-    }
-    for tool in [
-        "p4c",
-        "simple_switch_grpc",
-        "ip",
-        "tc",
-        "ethtool",
-        "mnexec",
-        "flock",
-        "setsid",
-    ] {
-        if !on_path(tool) {
-            return Some(format!(
-                "{tool} missing from PATH (testbed/install.sh; p4c/BMv2: DEVELOPERS.md)"
-            ));
-        }
-    }
+/// What the testbed needs that this machine lacks.
+pub fn missing() -> Vec<Lack> {
+    let mut lacks: Vec<Lack> = root_lacking("network namespaces, veths, tc")
+        .into_iter()
+        .collect();
+    lacks.extend(tools_lacking(
+        &["p4c", "simple_switch_grpc"],
+        "p4c and BMv2, built from their public sources, DEVELOPERS.md",
+    ));
+    lacks.extend(tools_lacking(
+        &["ip", "tc", "ethtool", "mnexec", "flock", "setsid"],
+        "testbed/install.sh",
+    ));
     let py = Command::new("/usr/bin/python3")
         .args(["-c", "import mininet.net, yaml"])
         .stderr(Stdio::null())
         .status();
     if !py.is_ok_and(|s| s.success()) {
-        return Some("mininet/yaml for /usr/bin/python3 missing (run testbed/install.sh)".into());
+        lacks.push(Lack::new(
+            "python3:mininet",
+            "mininet and yaml for /usr/bin/python3: testbed/install.sh",
+        ));
     }
-    None
+    lacks
 }
 
 /// A test's run directory (the testbed's logs, the run's JSON), removed when the test passes

@@ -8,13 +8,14 @@ use std::process::Command;
 use std::sync::OnceLock;
 use std::time::{Duration, Instant};
 
-pub use canary_testkit::{on_path, repo_root};
+pub use canary_testkit::repo_root;
 
 /// Why these tests cannot run here.
-pub fn missing() -> Option<&'static str> {
-    ["p4c", "simple_switch_grpc"]
-        .into_iter()
-        .find(|t| !on_path(t))
+pub fn missing() -> Vec<canary_testkit::Lack> {
+    canary_testkit::tools_lacking(
+        &["p4c", "simple_switch_grpc"],
+        "p4c and BMv2, built from their public sources, DEVELOPERS.md",
+    )
 }
 
 /// The compiled program, built once per test binary into a temporary directory.

@@ -1,3 +1,3 @@
 //! Shared by the switch tests.
 
-pub use canary_testkit::skip;
+pub use canary_testkit::runnable;
