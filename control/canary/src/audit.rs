@@ -8,7 +8,7 @@ use clap::Args;
 
 #[derive(Args)]
 pub struct AuditArgs {
-    #[arg(long, default_value = "fattree:4")]
+    #[arg(long, default_value = canary_controller::setup::DEFAULT_TOPOLOGY)]
     topology: String,
     #[arg(long)]
     monitors: Option<MonitorPlacement>,

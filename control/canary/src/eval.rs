@@ -10,7 +10,7 @@ use std::path::PathBuf;
 #[derive(Args)]
 pub struct EvalArgs {
     /// `fattree:K` or a YAML topology file.
-    #[arg(long, default_value = "fattree:8")]
+    #[arg(long, default_value = canary_controller::setup::DEFAULT_TOPOLOGY)]
     topology: String,
     /// A YAML fault file, `random:P%`, or `none`.
     #[arg(long, default_value = "random:10%")]

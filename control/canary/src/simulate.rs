@@ -15,7 +15,7 @@ use std::time::{Duration, SystemTime};
 #[derive(Args)]
 pub struct SimulateArgs {
     /// `fattree:K` or a YAML topology file.
-    #[arg(long, default_value = "fattree:4")]
+    #[arg(long, default_value = canary_controller::setup::DEFAULT_TOPOLOGY)]
     pub topology: String,
     /// A YAML fault file, `random:P%` (P% of undirected links, the paper's loss mix), or `none`.
     #[arg(long, default_value = "random:10%")]

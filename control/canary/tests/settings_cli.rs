@@ -148,3 +148,21 @@ fn simulate_and_run_read_the_same_pipeline_defaults() {
         "{sim_text}"
     );
 }
+
+/// One default fabric for every command that takes a topology (it differed in `eval`).
+#[test]
+fn every_command_takes_the_same_default_topology() {
+    for cmd in ["simulate", "eval", "audit"] {
+        let help = stdout(&canary(&[cmd, "--help"]));
+        let line = help
+            .split("--topology")
+            .nth(1)
+            .and_then(|rest| rest.split("\n      --").next())
+            .unwrap_or_default()
+            .to_string();
+        assert!(
+            line.contains("[default: fattree:4]"),
+            "{cmd} --help: --topology{line}"
+        );
+    }
+}

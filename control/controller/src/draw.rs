@@ -354,7 +354,10 @@ pub fn main(a: &DrawArgs) -> Result<()> {
             (topo, marks, score)
         }
         None => {
-            let spec = a.topology.as_deref().unwrap_or("fattree:4");
+            let spec = a
+                .topology
+                .as_deref()
+                .unwrap_or(crate::setup::DEFAULT_TOPOLOGY);
             let topo = crate::setup::load_topology(spec, None)?;
             (topo, Marks::new(), String::new())
         }

@@ -7,6 +7,10 @@ use canary_core::pathbf::{self, Audit, PathBfCodec, PathBfParams};
 use canary_core::topo::{fattree::fattree, yaml, MonitorPlacement, Routing, Segments, Topology};
 use rand::Rng;
 
+/// The fabric every command takes when given none (`simulate`, `eval`, `audit`, `draw`): small
+/// enough to run in seconds on a laptop.
+pub const DEFAULT_TOPOLOGY: &str = "fattree:4";
+
 /// `fattree:K` or a path to a YAML topology. `monitors` overrides the file's placement.
 pub fn load_topology(spec: &str, monitors: Option<MonitorPlacement>) -> Result<Topology> {
     let mut topo = if let Some(k) = spec.strip_prefix("fattree:") {
