@@ -491,14 +491,23 @@ fn a_binary_copied_alone_runs_from_its_config_file_against_bmv2() {
     }
     std::fs::copy(&topology, install.join("topology.yaml")).unwrap();
     std::fs::copy(&lab.switches_yaml, install.join("switches.yaml")).unwrap();
-    // Relative paths: taken from the config file's directory.
-    std::fs::write(
-        install.join("canary.yaml"),
-        "topology: topology.yaml\ntarget: bmv2\nswitches: switches.yaml\np4: p4\n\
-         epoch_ms: 1000\nepochs: 8\nreport: report.jsonl\nquiet: true\n\
-         pipeline:\n  alpha: 200\n  beta: 4\n  eta: 4\n",
-    )
-    .unwrap();
+    // The shipped example with its addresses changed (relative paths are taken from the config
+    // file's directory), the page and /metrics left out, and the pipeline sized for two switches.
+    let example =
+        std::fs::read_to_string(bmv2::repo_root().join("deploy/canary.example.yaml")).unwrap();
+    let config = [
+        ("p4", Some("p4")),
+        ("epochs", Some("8")),
+        ("report", Some("report.jsonl")),
+        ("metrics", None),
+        ("serve", None),
+        ("alpha", Some("200")),
+        ("beta", Some("4")),
+        ("eta", Some("4")),
+    ]
+    .iter()
+    .fold(example, |text, (key, value)| set_key(&text, key, *value));
+    std::fs::write(install.join("canary.yaml"), config).unwrap();
     let traffic = lab.traffic(200, 8, 200.0, 11);
     let out = std::process::Command::new("ip")
         .args(["netns", "exec", &lab.fab])
@@ -535,4 +544,25 @@ fn a_binary_copied_alone_runs_from_its_config_file_against_bmv2() {
         vec![("s1".to_string(), "s2".to_string())],
         "{said}"
     );
+}
+
+/// `text` (YAML) with the first line of `key` given `value`, or commented out (`None`).
+fn set_key(text: &str, key: &str, value: Option<&str>) -> String {
+    let mut done = false;
+    let lines: Vec<String> = text
+        .lines()
+        .map(|l| {
+            let indent = &l[..l.len() - l.trim_start().len()];
+            if done || !l.trim_start().starts_with(&format!("{key}:")) {
+                return l.to_string();
+            }
+            done = true;
+            match value {
+                Some(v) => format!("{indent}{key}: {v}"),
+                None => format!("{indent}# {key}: off in this test"),
+            }
+        })
+        .collect();
+    assert!(done, "the example has no `{key}`");
+    lines.join("\n") + "\n"
 }

@@ -84,6 +84,23 @@ fn the_shipped_example_loads() {
         text.contains(&format!("switches: {}/switches.yaml", deploy.display())),
         "{text}"
     );
+    // The example with one key misspelt, as an operator might edit it: the file, the key and
+    // its line are named, and nothing runs.
+    let dir = tempfile::tempdir().unwrap();
+    let shipped = std::fs::read_to_string(&example).unwrap();
+    let edited = shipped.replace("epoch_ms: 1000", "epoch_msec: 1000");
+    let line = 1 + edited
+        .lines()
+        .position(|l| l.starts_with("epoch_msec"))
+        .unwrap();
+    let bad = write(dir.path(), "canary.yaml", &edited);
+    let out = canary(&["run", "--config", bad.to_str().unwrap(), "--print-config"]);
+    assert_eq!(status(&out), Some(1), "{}", stderr(&out));
+    let e = stderr(&out);
+    assert!(
+        e.contains(&format!("{}: epoch_msec (line {line})", bad.display())),
+        "{e}"
+    );
 }
 
 /// The page is `serve` (as `simulate --serve`); the old `--http` flag and `http:` key still
