@@ -15,6 +15,8 @@
 #                with a netdev egress rule where the kernel has no sch_netem
 #   openssl      the P4Runtime TLS test (control/switch/tests/p4rt_tls.rs) makes its certificates
 #   prometheus   promtool checks deploy/'s rules and a real Prometheus scrapes canary
+#   prometheus-alertmanager
+#                receives the alerts end to end (control/canary/tests/alerts_end_to_end.rs)
 #   chromium, chromium-driver
 #                the live page's browser test (control/canary/tests/page_browser.rs, WebDriver)
 #                (control/canary/tests/deploy_prometheus.rs, prometheus_scrape.rs)
@@ -22,7 +24,8 @@
 # Not from Debian: p4c and BMv2 (simple_switch_grpc, simple_switch_CLI); see DEVELOPERS.md /
 # README. This script only says whether they are on PATH.
 set -euo pipefail
-pkgs=(mininet iproute2 ethtool python3-yaml nftables openssl prometheus chromium chromium-driver)
+pkgs=(mininet iproute2 ethtool python3-yaml nftables openssl prometheus prometheus-alertmanager
+      chromium chromium-driver)
 check_only=0
 [ "${1:-}" = "--check" ] && check_only=1
 

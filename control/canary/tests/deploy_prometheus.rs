@@ -103,8 +103,31 @@ fn exported() -> BTreeSet<String> {
         ["agg1_1".into(), "core3".into()],
     ]);
     metrics.observe(&ctl, &r, 2);
+    // The blamed links' incidents, as the daemon's journal has them after this epoch, with the
+    // page served.
+    metrics.set_page("127.0.0.1:8080");
+    let mut counted = r.clone();
+    counted.incomplete = None;
+    let incidents = canary_controller::incidents::rebuild(Default::default(), &[counted]);
+    metrics.observe_incidents(incidents.iter());
     let text = metrics.render();
     evidence_is_exported(&r, &text);
+    let held = &r.blamed[0].link;
+    let incident = incidents
+        .iter()
+        .find(|i| {
+            i.blamed_now
+                && i.subject == canary_controller::incidents::Subject::Link { link: held.clone() }
+        })
+        .map(|i| i.id)
+        .expect("an open incident");
+    let line = format!(
+        "canary_link_incident{{from=\"{a}\",to=\"{b}\",incident=\"{incident}\",\
+         page=\"http://127.0.0.1:8080/#link={a},{b}\"}} 1",
+        a = held[0],
+        b = held[1]
+    );
+    assert!(text.lines().any(|l| l == line), "no {line} in\n{text}");
     // A held blame is a series of its own; a correction counts as one, not as an all-clear.
     for series in [
         format!(
@@ -181,6 +204,28 @@ fn used(text: &str) -> BTreeSet<String> {
     out
 }
 
+/// Every rule's `expr`, on one line or folded over the lines indented under it.
+fn rule_exprs(rules: &str) -> Vec<String> {
+    let indent = |l: &str| l.len() - l.trim_start().len();
+    let lines: Vec<&str> = rules.lines().collect();
+    let mut out = Vec::new();
+    for (i, l) in lines.iter().enumerate() {
+        if !l.trim_start().starts_with("expr:") {
+            continue;
+        }
+        let more = lines[i + 1..]
+            .iter()
+            .take_while(|m| m.trim().is_empty() || indent(m) > indent(l));
+        out.push(
+            std::iter::once(*l)
+                .chain(more.copied())
+                .collect::<Vec<_>>()
+                .join(" "),
+        );
+    }
+    out
+}
+
 #[test]
 fn the_alerts_and_the_dashboard_use_only_metrics_canary_exports() {
     let exported = exported();
@@ -200,11 +245,7 @@ fn the_alerts_and_the_dashboard_use_only_metrics_canary_exports() {
         .map(|t| t["expr"].as_str().unwrap().to_string())
         .collect();
     assert!(exprs.len() >= 8, "{exprs:?}");
-    let in_rules: BTreeSet<String> = rules
-        .lines()
-        .filter(|l| l.trim_start().starts_with("expr:"))
-        .flat_map(used)
-        .collect();
+    let in_rules: BTreeSet<String> = rule_exprs(&rules).iter().flat_map(|e| used(e)).collect();
     let in_dashboard: BTreeSet<String> = exprs.iter().flat_map(|e| used(e)).collect();
     for (what, names) in [("alert rules", &in_rules), ("dashboard", &in_dashboard)] {
         let unknown: Vec<&String> = names.difference(&exported).collect();

@@ -329,6 +329,32 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         segs.contains("edge1_0→agg1_1"),
         "segments over the link: {segs}"
     );
+    // What an alert links to (canary_link_incident's `page`): the page opens on that link.
+    c.goto(&format!("http://127.0.0.1:{page}/#link=agg0_0,core0"))
+        .await
+        .unwrap();
+    let mut opened = String::new();
+    for _ in 0..100 {
+        opened = c
+            .execute(
+                "return document.getElementById('link-panel').hidden ? '' : \
+                 document.getElementById('link-name').textContent;",
+                vec![],
+            )
+            .await
+            .unwrap()
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        if !opened.is_empty() {
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(100)).await;
+    }
+    assert_eq!(
+        opened, "agg0_0→core0",
+        "the page opened on the alert's link"
+    );
     if let Ok(path) = std::env::var("CANARY_PAGE_SCREENSHOT") {
         std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
         eprintln!("screenshot: {path}");

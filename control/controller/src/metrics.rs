@@ -17,8 +17,10 @@ use std::sync::{Arc, Mutex};
 
 mod blames;
 mod evidence;
+mod incidents;
 
 pub use blames::CorrectionLabel;
+pub use incidents::IncidentLabel;
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct LinkLabel {
@@ -63,6 +65,7 @@ pub struct Metrics {
     rules_refused: Family<TableLabel, Counter>,
     evidence: evidence::EvidenceGauges,
     blames: blames::BlameGauges,
+    incidents: incidents::IncidentGauges,
 }
 
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
@@ -100,9 +103,11 @@ impl Metrics {
             rules_refused: Family::default(),
             evidence: Default::default(),
             blames: Default::default(),
+            incidents: Default::default(),
         };
         // The order of registration is the order of the text at /metrics.
         m.blames.register(&mut r);
+        m.incidents.register(&mut r);
         m.register_segments(&mut r);
         m.register_epochs(&mut r);
         m.register_daemon(&mut r);
@@ -203,6 +208,19 @@ impl Metrics {
             "Rules flow selection did without because a switch table was full",
             self.rules_refused.clone(),
         );
+    }
+
+    /// The live page is served at `addr`: alerts link to it.
+    pub fn set_page(&self, addr: &str) {
+        self.incidents.set_page(addr);
+    }
+
+    /// The incidents open after the last epoch (`canary_link_incident`).
+    pub fn observe_incidents<'a>(
+        &self,
+        live: impl Iterator<Item = &'a crate::incidents::Incident>,
+    ) {
+        self.incidents.observe(live);
     }
 
     /// The configured epoch length.

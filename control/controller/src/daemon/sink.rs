@@ -51,6 +51,7 @@ impl<'a, F> Sink<'a, F> {
             Some(addr) => {
                 let page = crate::page::Page::new(&prep.topo);
                 let bound = crate::page::serve(addr, page.clone()).await?;
+                metrics.set_page(&bound.to_string());
                 if !opts.quiet {
                     eprintln!("the page: http://{bound}/");
                 }
@@ -95,6 +96,7 @@ impl<F: FnMut(&EpochReport)> Sink<'_, F> {
             if let Err(e) = j.observe(&r, r.at.as_deref()) {
                 tracing::warn!("epoch {}: {e}", r.epoch);
             }
+            self.metrics.observe_incidents(j.live());
         }
         if let Some(p) = &self.page {
             p.push(&r);

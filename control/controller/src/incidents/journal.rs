@@ -85,6 +85,11 @@ impl Journal {
         Ok(changed)
     }
 
+    /// The incidents still open (blamed now, or cleared within the flap window).
+    pub fn live(&self) -> impl Iterator<Item = &Incident> {
+        self.tracker.live()
+    }
+
     /// Every incident in the database.
     pub fn all(&self) -> Result<Vec<Incident>> {
         self.store.all()
