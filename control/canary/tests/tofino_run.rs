@@ -76,10 +76,23 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
     // The one run document, of real switches, on the fabric they form.
     let doc = canary_controller::run_document::RunDocument::load(&json).unwrap();
     assert_eq!(doc.kind, canary_controller::run_document::RunKind::Switches);
+    let topo = doc.topology_for("run.json", None).unwrap();
+    assert_eq!(topo.name, "fattree:4");
+    // The last epoch names the cable to look at, with the ports the switches file gives.
+    let last = doc.epochs.last().expect("epochs");
+    let cable = last
+        .cables
+        .iter()
+        .find(|c| c.ends == ["agg1_1".to_string(), "edge1_0".to_string()])
+        .unwrap_or_else(|| panic!("no cable agg1_1 — edge1_0 in {:?}", last.cables));
+    let ports = canary_core::topo::PortMap::canonical(&topo);
+    let port =
+        |s: &str, n: &str| ports.of(topo.switch(s).unwrap()).switch_ports[&topo.switch(n).unwrap()];
     assert_eq!(
-        doc.topology_for("run.json", None).unwrap().name,
-        "fattree:4"
+        cable.ports,
+        [port("agg1_1", "edge1_0"), port("edge1_0", "agg1_1")]
     );
+    assert!(cable.loss[1].is_some(), "{cable:?}");
     let epochs = v["epochs"].as_array().expect("epochs in --json");
     assert_eq!(epochs.len(), EPOCHS);
     let stdout = String::from_utf8_lossy(&out.stdout);

@@ -17,7 +17,7 @@ use canary_core::fabric::Fabric;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::schedule::{LastShown, WatchPlan};
 use canary_core::select::FlowSelector;
-use canary_core::topo::{LinkIx, SegmentId, Segments, SwitchIx, Topology};
+use canary_core::topo::{LinkIx, PortMap, SegmentId, Segments, SwitchIx, Topology};
 use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 use tracing::Instrument;
@@ -42,6 +42,9 @@ use harvest::Harvested;
 
 pub struct Controller {
     pub topo: Topology,
+    /// The switches' ports (the switches file's; the simulator's canonical numbering): the
+    /// report names the cables to look at by them.
+    pub ports: PortMap,
     pub segments: Segments,
     pub codec: PathBfCodec,
     pub cfg: ControllerConfig,
@@ -123,6 +126,7 @@ impl Controller {
             shown: LastShown::new(segments.len()),
             evidence,
             cluster: None,
+            ports: PortMap::canonical(&topo),
             topo,
             segments,
             codec,

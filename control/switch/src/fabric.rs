@@ -93,6 +93,11 @@ pub struct SwitchFabric<D, C = WallClock> {
 }
 
 impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
+    /// The switches' ports the fabric was built with.
+    pub fn ports(&self) -> &PortMap {
+        &self.ports
+    }
+
     /// One driver per switch of `topo`, in topology order; `ports` are the switches' ports,
     /// `masks` their pathBF masks. Nothing is contacted until [`SwitchFabric::connect`].
     pub fn new(

@@ -43,6 +43,7 @@ impl Controller {
             .map(|&s| self.topo.name_of(s).to_string())
             .collect();
         unreachable.sort();
+        let blamed = self.link_reports(&e.blamed.verdict, &obs, Some(&det.entries));
         EpochReport {
             epoch: self.epoch,
             parity: Parity::of_epoch(e.epoch),
@@ -59,7 +60,8 @@ impl Controller {
             window_epochs: self.window.len(),
             lossy_segments: self.segment_reports(&obs),
             segment_changes: self.segment_changes(&changes),
-            blamed: self.link_reports(&e.blamed.verdict, &obs, Some(&det.entries)),
+            cables: crate::report::cables(&self.topo, &self.ports, &blamed),
+            blamed,
             devices: self.device_reports(&e.blamed.links),
             cleared: self.cleared_reports(&e.blamed.cleared, &e.blamed.corrected),
             undecided: self.undecided_reports(&e.blamed),

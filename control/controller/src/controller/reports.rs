@@ -210,7 +210,7 @@ impl Controller {
                 LinkReport {
                     link: [a.to_string(), c.to_string()],
                     loss: b.loss,
-                    stage: Some(b.stage),
+                    stage: Some(b.stage + 1),
                     ci95: Some(wilson(b.loss, sent, 1.96)),
                     since: self.timeline.since(b.link),
                     flows,

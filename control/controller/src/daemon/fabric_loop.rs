@@ -55,6 +55,7 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
         prep.codec,
         controller_config(opts),
     );
+    ctl.ports = fabric.ports().clone();
     if let Some((cluster, parts)) = &opts.cluster {
         ClusterStages::attach(&mut ctl, cluster, *parts, PathBfParams::default()).await?;
     }

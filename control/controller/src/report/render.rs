@@ -269,10 +269,7 @@ fn blamed_links(s: &mut String, r: &EpochReport, max_rows: usize) {
     }
     let _ = writeln!(s, "  blamed links ({}):", r.blamed.len());
     for b in r.blamed.iter().take(max_rows) {
-        let stage = b
-            .stage
-            .map(|x| format!("  stage {}", x + 1))
-            .unwrap_or_default();
+        let stage = b.stage.map(|x| format!("  stage {x}")).unwrap_or_default();
         let ci = b
             .ci95
             .map(|[lo, hi]| format!("  [{lo:.4}, {hi:.4}]"))
@@ -307,6 +304,29 @@ fn blamed_links(s: &mut String, r: &EpochReport, max_rows: usize) {
     }
     if r.blamed.len() > max_rows {
         let _ = writeln!(s, "    … {} more", r.blamed.len() - max_rows);
+    }
+    cables(s, r, max_rows);
+}
+
+/// The cables to look at: both directions of each physical link with a blame, and its ports.
+fn cables(s: &mut String, r: &EpochReport, max_rows: usize) {
+    if r.cables.is_empty() {
+        return;
+    }
+    let _ = writeln!(s, "  cables to look at ({}):", r.cables.len());
+    for c in r.cables.iter().take(max_rows) {
+        let dir =
+            |i: usize, a: &str, b: &str| c.loss[i].map(|l| format!("  {a}→{b} {:.2} %", 100.0 * l));
+        let [a, b] = &c.ends;
+        let both: String = [dir(0, a, b), dir(1, b, a)].into_iter().flatten().collect();
+        let _ = writeln!(
+            s,
+            "    {:<32}{both}",
+            format!("{a} port {} — {b} port {}", c.ports[0], c.ports[1])
+        );
+    }
+    if r.cables.len() > max_rows {
+        let _ = writeln!(s, "    … {} more", r.cables.len() - max_rows);
     }
 }
 

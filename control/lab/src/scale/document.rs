@@ -46,7 +46,7 @@ pub(super) fn epoch_report(
     r.blamed = verdict
         .blamed
         .iter()
-        .map(|b| link_report(topo, b.link, b.loss, Some(b.stage)))
+        .map(|b| link_report(topo, b.link, b.loss, Some(b.stage + 1)))
         .collect();
     r.undecided = verdict
         .undecided
