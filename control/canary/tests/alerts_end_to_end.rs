@@ -127,16 +127,24 @@ async fn a_lossy_links_alert_arrives_with_its_incident_and_resolves_after_the_al
     );
 
     let (hook, mut alerts) = receiver().await;
-    let am_config = dir.path().join("alertmanager.yml");
-    std::fs::write(
-        &am_config,
-        format!(
-            "route:\n  receiver: hook\n  group_by: [alertname, from, to]\n  group_wait: 1s\n  \
-             group_interval: 1s\n  repeat_interval: 1h\nreceivers:\n  - name: hook\n    \
-             webhook_configs:\n      - url: http://127.0.0.1:{hook}/\n        send_resolved: true\n"
+    // The shipped Alertmanager configuration, its webhook pointed here and its waits shortened.
+    let shipped =
+        std::fs::read_to_string(repo_root().join("deploy/alertmanager/alertmanager.example.yml"))
+            .unwrap();
+    let mut am_text = shipped.clone();
+    for (from, to) in [
+        ("group_wait: 30s", "group_wait: 1s".to_string()),
+        ("group_interval: 5m", "group_interval: 1s".to_string()),
+        (
+            "url: http://127.0.0.1:5001/canary",
+            format!("url: http://127.0.0.1:{hook}/"),
         ),
-    )
-    .unwrap();
+    ] {
+        assert!(am_text.contains(from), "the shipped file has `{from}`");
+        am_text = am_text.replace(from, &to);
+    }
+    let am_config = dir.path().join("alertmanager.yml");
+    std::fs::write(&am_config, am_text).unwrap();
     let _alertmanager = KillOnDrop(
         Command::new("prometheus-alertmanager")
             .arg(format!("--config.file={}", am_config.display()))
