@@ -3,10 +3,11 @@
 //! model at every hop, real traffic) behind the driver interface and injects faults. No BMv2 is
 //! needed; BMv2 stays the real-switch check (`fabric_bmv2`, `daemon_bmv2`).
 //!
-//! Every test runs a loss-free k=4 fat-tree and asserts:
+//! Every test runs a k=4 fat-tree with one lossy link (10 % on edge3_1→agg3_1) and asserts:
 //! * no epoch is mixed with another: every harvest that succeeds equals, bucket for bucket, the
 //!   switch's meters of exactly that epoch (checked inside the fabric the controller uses);
-//! * nothing is blamed: the links lose nothing, so any blame is the fault's doing;
+//! * the lossy link is blamed, and stays blamed through the fault; nothing else is ever blamed,
+//!   so a blame elsewhere is the fault's doing and a localizer that blames nothing fails;
 //! * the epoch report says what happened to the switch.
 
 mod chaos_lab;
@@ -19,7 +20,7 @@ use chaos_lab::{mentions, Rig, EPOCH};
 use std::time::Duration;
 
 #[test]
-fn a_clean_run_harvests_every_epoch_and_blames_nothing() {
+fn a_clean_run_harvests_every_epoch_and_blames_only_the_lossy_link() {
     let mut rig = Rig::new(1);
     rig.epochs(8);
     rig.assert_clean();
