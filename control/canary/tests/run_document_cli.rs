@@ -228,4 +228,13 @@ fn a_document_canary_does_not_know_is_refused_by_name() {
         assert!(!out.status.success(), "{file} was served");
         assert!(err.contains(says), "{file}: {err}");
     }
+    // `canary incidents` reads the document as `view` does, and says so once.
+    let out = canary(&["incidents", newer.to_str().unwrap()]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !out.status.success(),
+        "a newer document's incidents were listed"
+    );
+    assert!(err.contains("newer.json: version"), "{err}");
+    assert_eq!(err.matches("newer.json").count(), 1, "said once: {err}");
 }

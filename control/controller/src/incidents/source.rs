@@ -32,15 +32,24 @@ pub fn is_database(path: &Path) -> Result<bool> {
 
 /// The epochs of a run's JSON document (`epochs`), or of a report file (one epoch per line).
 pub fn epochs_of(path: &Path) -> Result<Vec<EpochReport>> {
-    #[derive(serde::Deserialize)]
-    struct Doc {
-        epochs: Vec<EpochReport>,
-    }
     let text =
         std::fs::read_to_string(path).map_err(|e| run_error(path, format!("cannot read: {e}")))?;
-    let doc_error = match serde_json::from_str::<Doc>(&text) {
-        Ok(d) => return Ok(d.epochs),
-        Err(e) => e,
+    // A run document (one JSON object with `epochs`), read as `canary view` reads it: a newer
+    // version or another format is refused by name, not misread.
+    let doc_error = match serde_json::from_str::<serde_json::Value>(&text) {
+        Ok(v) if v.get("epochs").is_some() => {
+            let file = path.display().to_string();
+            return crate::run_document::RunDocument::parse(&file, &text)
+                .map(|d| d.epochs)
+                .map_err(|e| {
+                    // Said once: the error names the file, and so does `run_error`.
+                    let said = e.to_string();
+                    let why = said.strip_prefix(&format!("{file}: ")).unwrap_or(&said);
+                    run_error(path, why)
+                });
+        }
+        Ok(_) => "no `epochs` list".to_string(),
+        Err(e) => e.to_string(),
     };
     let mut epochs = Vec::new();
     let lines = text
