@@ -9,7 +9,7 @@ mod tofino_fabric;
 
 use canary_controller::setup::load_topology;
 use canary_core::fault::LinkLoss;
-use canary_testkit::{free_port, repo_root, runnable, tools_lacking, KillOnDrop};
+use canary_testkit::{free_port, prometheus, repo_root, runnable, tools_lacking, KillOnDrop};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -159,31 +159,7 @@ async fn a_lossy_links_alert_arrives_with_its_incident_and_resolves_after_the_al
             .spawn()
             .unwrap(),
     );
-    let rules = repo_root().join("deploy/prometheus/canary-alerts.yml");
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
-             alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [\"127.0.0.1:{am}\"]\n\
-             scrape_configs:\n  - job_name: canary\n    static_configs:\n      - targets: [\"127.0.0.1:{metrics}\"]\n",
-            rules.display()
-        ),
-    )
-    .unwrap();
-    let _prometheus = KillOnDrop(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _prometheus = prometheus(dir.path(), web, metrics, Some(am));
 
     // Blamed ten epochs in a row: the alert fires, with the link's incident and its page.
     let firing = wait_for(&mut alerts, "firing", Duration::from_secs(100)).await;

@@ -5,7 +5,7 @@
 
 mod tofino_fabric;
 
-use canary_testkit::{free_port, http_get as get, repo_root, runnable, tools_lacking, KillOnDrop};
+use canary_testkit::{free_port, http_get as get, prometheus, runnable, tools_lacking, KillOnDrop};
 use serde_json::Value;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -64,30 +64,7 @@ async fn prometheus_reads_the_blamed_links_loss_from_canary() {
             .spawn()
             .unwrap(),
     );
-    let rules = repo_root().join("deploy/prometheus/canary-alerts.yml");
-    let config = dir.path().join("prometheus.yml");
-    std::fs::write(
-        &config,
-        format!(
-            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
-             scrape_configs:\n  - job_name: canary\n    static_configs:\n      - targets: [\"127.0.0.1:{metrics}\"]\n",
-            rules.display()
-        ),
-    )
-    .unwrap();
-    let _prometheus = KillOnDrop(
-        Command::new("prometheus")
-            .arg(format!("--config.file={}", config.display()))
-            .arg(format!(
-                "--storage.tsdb.path={}",
-                dir.path().join("tsdb").display()
-            ))
-            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
+    let _prometheus = prometheus(dir.path(), web, metrics, None);
 
     // Once the selected flows cover the fabric, the lossy link is blamed every epoch.
     let t0 = Instant::now();

@@ -79,6 +79,19 @@ impl Drop for Viewed {
     }
 }
 
+/// `canary draw --json RUN --out RUN.svg`, the SVG it wrote.
+fn draw(json: &Path) -> String {
+    let svg = json.with_extension("svg");
+    ok(&canary(&[
+        "draw",
+        "--json",
+        json.to_str().unwrap(),
+        "--out",
+        svg.to_str().unwrap(),
+    ]));
+    std::fs::read_to_string(&svg).unwrap()
+}
+
 fn read(json: &Path) -> RunDocument {
     RunDocument::load(json).unwrap()
 }
@@ -103,15 +116,7 @@ fn view_and_draw_show_a_run_on_the_fabric_it_ran_on() {
     assert_eq!(page.get("/api/epochs"), run["epochs"]);
     drop(page);
 
-    let svg = dir.path().join("k8.svg");
-    ok(&canary(&[
-        "draw",
-        "--json",
-        json.to_str().unwrap(),
-        "--out",
-        svg.to_str().unwrap(),
-    ]));
-    let svg = std::fs::read_to_string(&svg).unwrap();
+    let svg = draw(&json);
     assert!(
         svg.contains(">core15<") && svg.contains("fattree:8: 2 epochs"),
         "k=8 drawn"
@@ -158,15 +163,7 @@ fn a_synthesized_run_is_the_same_document() {
     let epochs = page.get("/api/epochs");
     assert_eq!(epochs.as_array().unwrap().len(), 5);
     drop(page);
-    let svg = dir.path().join("synth.svg");
-    ok(&canary(&[
-        "draw",
-        "--json",
-        json.to_str().unwrap(),
-        "--out",
-        svg.to_str().unwrap(),
-    ]));
-    let svg = std::fs::read_to_string(&svg).unwrap();
+    let svg = draw(&json);
     let [a, b] = &doc.summary.blamed[0].link;
     assert!(
         svg.contains(&format!("{a} → {b}")),
@@ -191,15 +188,7 @@ fn a_run_on_a_topology_file_needs_the_file_no_more() {
     assert_eq!(fabric["name"], "leaf-spine-4x2");
     assert_eq!(fabric["switches"].as_array().unwrap().len(), 6);
     drop(page);
-    let svg = dir.path().join("ls.svg");
-    ok(&canary(&[
-        "draw",
-        "--json",
-        json.to_str().unwrap(),
-        "--out",
-        svg.to_str().unwrap(),
-    ]));
-    assert!(std::fs::read_to_string(&svg).unwrap().contains(">spine1<"));
+    assert!(draw(&json).contains(">spine1<"));
 }
 
 #[test]

@@ -225,6 +225,42 @@ impl Drop for KillOnDrop {
     }
 }
 
+/// A real Prometheus (Debian `prometheus`) on `127.0.0.1:web`, scraping Canary's `/metrics` on
+/// `metrics` every second with `deploy/`'s alert rules evaluated every second, and sending its
+/// alerts to the Alertmanager on `alertmanager` if one is given. Its config and data go in `dir`.
+pub fn prometheus(dir: &Path, web: u16, metrics: u16, alertmanager: Option<u16>) -> KillOnDrop {
+    let rules = repo_root().join("deploy/prometheus/canary-alerts.yml");
+    let alerting = alertmanager.map_or(String::new(), |am| {
+        format!(
+            "alerting:\n  alertmanagers:\n    - static_configs:\n        - targets: [\"127.0.0.1:{am}\"]\n"
+        )
+    });
+    let config = dir.join("prometheus.yml");
+    std::fs::write(
+        &config,
+        format!(
+            "global:\n  scrape_interval: 1s\n  evaluation_interval: 1s\nrule_files:\n  - {}\n\
+             {alerting}scrape_configs:\n  - job_name: canary\n    static_configs:\n      \
+             - targets: [\"127.0.0.1:{metrics}\"]\n",
+            rules.display()
+        ),
+    )
+    .unwrap();
+    KillOnDrop(
+        Command::new("prometheus")
+            .arg(format!("--config.file={}", config.display()))
+            .arg(format!(
+                "--storage.tsdb.path={}",
+                dir.join("tsdb").display()
+            ))
+            .arg(format!("--web.listen-address=127.0.0.1:{web}"))
+            .stdout(std::process::Stdio::null())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .unwrap(),
+    )
+}
+
 /// The links of a report's blamed list (`summary.blamed` of `--json`, or an epoch's `blamed`),
 /// each as `from->to`, in the report's order. A list of another shape fails the test.
 pub fn blamed_links(blamed: &serde_json::Value) -> Vec<String> {
