@@ -142,6 +142,25 @@ fn a_link_dead_from_the_start_is_blamed_by_epoch_2() {
     assert_eq!(r.summary.over_time.false_positive_link_epochs, 0);
 }
 
+/// A share of a link's flows dropped whole from the start (a bad ECMP member): its segments
+/// deliver the other flows, so selection by arrival never picks one it swallows. Each segment's
+/// sentinels, picked where flows enter (`select::entry`), are; one that vanishes is loss, and
+/// the link is blamed within two epochs, in every epoch after, and nothing else ever is.
+#[test]
+fn a_share_of_the_flows_dropped_whole_from_the_start_is_blamed_by_epoch_2() {
+    let f = fault_file(
+        "share.yaml",
+        "faults:\n  - {link: [agg1_0, core1], loss: 1.0, flows: 0.1}\n",
+    );
+    let r = simulate("fattree:8", f.to_str().unwrap(), 8, 3, 0.0);
+    let t = &r.summary.over_time.faults[0];
+    assert!(t.detected.is_some_and(|d| d <= 2), "{}", timing(t));
+    for e in t.detected.unwrap() as usize..8 {
+        assert_eq!(blamed_in(&r, e), ["agg1_0→core1"], "epoch {e}");
+    }
+    assert_eq!(r.summary.over_time.false_positive_link_epochs, 0);
+}
+
 #[test]
 fn a_flapping_link_is_found_and_cleared() {
     // Lossy 6 epochs of every 12 from epoch 4, repaired for good at 40.

@@ -55,6 +55,9 @@ struct Monitored {
     /// Monitored because the forwarding sends it this way ([`predict`]), not yet counted
     /// arriving: its segment still has no flow seen to arrive.
     predicted: bool,
+    /// Monitored because the forwarding sends it this way, whether or not it has arrived since:
+    /// one of the segment's sentinels ([`FlowSelector::sentinel_short`]).
+    sentinel: bool,
 }
 
 #[derive(Clone, Debug)]
@@ -100,6 +103,8 @@ pub struct FlowSelector {
     entry: HashMap<SwitchIx, entry::EntryRule>,
     /// Segments without a monitored flow whose HH rule brought none in the last epoch.
     unseen: HashSet<SegmentId>,
+    /// Sentinel flows per segment, counted when the epoch's selection starts.
+    sentinels_on: HashMap<SegmentId, u32>,
     pub stats: SelectionStats,
 }
 
@@ -129,6 +134,7 @@ impl FlowSelector {
             predictor: None,
             entry: HashMap::new(),
             unseen: HashSet::new(),
+            sentinels_on: HashMap::new(),
             stats: SelectionStats::default(),
         }
     }
@@ -291,16 +297,34 @@ impl FlowSelector {
             // Its USM counts the whole epoch, its new DSM rule only from the install on.
             self.half_counted.insert((flow, seg));
         }
-        if !self.room(downstream, DSM) || (new_usm && !self.room(upstream, USM)) {
+        // Its DSM rule may still be there, its removal held back since the flow was retired
+        // here: that rule is kept, or the held-back removal would take the new one away and
+        // the flow, counted upstream, would never be counted downstream again.
+        let pending = self.deferred.iter().position(|op| {
+            *op == RuleOp::RemoveDsm {
+                switch: downstream,
+                flow,
+                path_bf,
+            }
+        });
+        let dsm_room = pending.is_some() || self.room(downstream, DSM);
+        if !dsm_room || (new_usm && !self.room(upstream, USM)) {
             self.stats.refused_full += 1;
             return false;
         }
-        ops.push(RuleOp::InstallDsm {
-            switch: downstream,
-            flow,
-            path_bf,
-        });
-        self.used(downstream, DSM, 1);
+        match pending {
+            Some(i) => {
+                self.deferred.remove(i);
+            }
+            None => {
+                ops.push(RuleOp::InstallDsm {
+                    switch: downstream,
+                    flow,
+                    path_bf,
+                });
+                self.used(downstream, DSM, 1);
+            }
+        }
         let users = self.usm_users.entry((upstream, flow)).or_default();
         *users += 1;
         if *users == 1 {
@@ -320,6 +344,7 @@ impl FlowSelector {
                 idle_epochs: 0,
                 verified,
                 predicted: false,
+                sentinel: false,
             },
         );
         *self.per_segment.entry(seg).or_default() += 1;

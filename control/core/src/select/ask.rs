@@ -97,6 +97,7 @@ impl FlowSelector {
                 self.stats.hh_rules_installed += 1;
             }
         }
+        self.count_sentinels();
         self.ask_at_entries(segments, ops);
     }
 }

@@ -7,7 +7,7 @@ use super::FlowSelector;
 use crate::detect::EpochDetection;
 use crate::fabric::{HhReport, RuleOp};
 use crate::pathbf::PathBfCodec;
-use crate::topo::{Segments, SwitchIx};
+use crate::topo::{SegmentId, Segments, SwitchIx};
 use std::sync::Arc;
 
 /// The pathBF of a packet that came in from a host: no switch has stamped it yet.
@@ -36,10 +36,9 @@ impl FlowSelector {
         let predicting = self.predictor.is_some() && self.watching.is_none();
         let mut wanted: Vec<SwitchIx> = Vec::new();
         if let Some(p) = self.predictor.as_ref().filter(|_| predicting) {
-            wanted = self
-                .unseen
-                .iter()
-                .map(|&seg| segments.get(seg).upstream())
+            wanted = (0..segments.len() as SegmentId)
+                .filter(|seg| self.unseen.contains(seg) || self.sentinel_short(*seg))
+                .map(|seg| segments.get(seg).upstream())
                 .filter(|&u| p.has_hosts(u))
                 .collect();
             wanted.sort_unstable();
@@ -64,6 +63,8 @@ impl FlowSelector {
         for u in wanted {
             // Still short of flows on one of its segments that deliver none: lower η, not when
             // they all have β predicted flows already (every report would be one too many).
+            // Sentinels alone never lower it: a segment with few heavy flows would otherwise
+            // bring its entry rule down to reporting every flow that comes in.
             let starving = self.unseen.iter().any(|&seg| {
                 segments.get(seg).upstream() == u
                     && self.per_segment.get(&seg).copied().unwrap_or(0) < self.params.beta
@@ -142,14 +143,16 @@ impl FlowSelector {
         let Some(p) = self.predictor.clone() else {
             return;
         };
-        if self.unseen.is_empty() || self.watching.is_some() {
+        if self.watching.is_some() {
             return;
         }
-        let starts: std::collections::HashSet<SwitchIx> = self
-            .unseen
-            .iter()
-            .map(|&s| segments.get(s).upstream())
+        let starts: std::collections::HashSet<SwitchIx> = (0..segments.len() as SegmentId)
+            .filter(|seg| self.unseen.contains(seg) || self.sentinel_short(*seg))
+            .map(|s| segments.get(s).upstream())
             .collect();
+        if starts.is_empty() {
+            return;
+        }
         let mut arrivals: Vec<(SwitchIx, crate::FlowId)> = det
             .entries
             .iter()
@@ -164,9 +167,30 @@ impl FlowSelector {
         }
     }
 
+    /// Whether `seg` keeps fewer sentinel flows than asked for while flows can be predicted:
+    /// flows monitored because the forwarding sends them its way, not because they arrived.
+    /// A fault that drops a share of a segment's flows entirely from the start (a bad ECMP
+    /// member, a corrupted TCAM entry) leaves the segment delivering the others, so selection
+    /// by arrival never picks one it swallows; a sentinel is picked before it could be lost.
+    pub(super) fn sentinel_short(&self, seg: SegmentId) -> bool {
+        self.predictor.is_some()
+            && self.watching.is_none()
+            && self.sentinels_on.get(&seg).copied().unwrap_or(0) < self.params.sentinels
+    }
+
+    /// Counts each segment's sentinels, once per epoch before selection asks for more.
+    pub(super) fn count_sentinels(&mut self) {
+        self.sentinels_on.clear();
+        for (&(_, seg), m) in &self.flows {
+            if m.sentinel {
+                *self.sentinels_on.entry(seg).or_default() += 1;
+            }
+        }
+    }
+
     /// Monitors `flow`, seen at monitor `from`, on the segment the forwarding sends it onto if
-    /// that segment is unseen and short of β flows; expected at once. `None` when the flow is
-    /// not for such a segment, `Some(false)` when a table is full.
+    /// that segment is unseen and short of β flows, or short of sentinels; expected at once.
+    /// `None` when the flow is not for such a segment, `Some(false)` when a table is full.
     fn monitor_predicted(
         &mut self,
         p: &Predictor,
@@ -176,11 +200,11 @@ impl FlowSelector {
         codec: &PathBfCodec,
         ops: &mut Vec<RuleOp>,
     ) -> Option<bool> {
-        let seg = p
-            .next_segment(segments, from, &flow)
-            .filter(|s| self.unseen.contains(s))?;
+        let seg = p.next_segment(segments, from, &flow)?;
         let have = self.per_segment.get(&seg).copied().unwrap_or(0);
-        if self.flows.contains_key(&(flow, seg)) || have >= self.params.beta {
+        let for_unseen = self.unseen.contains(&seg) && have < self.params.beta;
+        let for_sentinel = self.sentinel_short(seg) && have < self.params.max_flows_per_segment;
+        if self.flows.contains_key(&(flow, seg)) || !(for_unseen || for_sentinel) {
             return None;
         }
         let bf = codec.segment_bf[seg as usize];
@@ -189,7 +213,9 @@ impl FlowSelector {
         }
         if let Some(m) = self.flows.get_mut(&(flow, seg)) {
             m.predicted = true;
+            m.sentinel = true;
         }
+        *self.sentinels_on.entry(seg).or_default() += 1;
         self.stats.predicted += 1;
         Some(true)
     }

@@ -15,6 +15,16 @@ pub struct SelectionParams {
     /// HashPipe count a flow must exceed to be reported (Table III: 16).
     pub eta: u32,
     pub adaptive_eta: bool,
+    /// Flows each segment keeps that were monitored because the forwarding sends them its way
+    /// (seen entering the fabric), not because they arrived: while the controller's forwarding
+    /// is the fabric's, they sample the flows a segment may swallow whole from the start
+    /// ([`super::predict`]).
+    #[serde(default = "default_sentinels")]
+    pub sentinels: u32,
+}
+
+fn default_sentinels() -> u32 {
+    SelectionParams::default().sentinels
 }
 
 impl Default for SelectionParams {
@@ -28,6 +38,7 @@ impl Default for SelectionParams {
             retire_after: 2,
             eta: 16,
             adaptive_eta: true,
+            sentinels: 16,
         }
     }
 }

@@ -100,6 +100,7 @@ impl FlowSelector {
                     idle_epochs: 0,
                     verified: false,
                     predicted: false,
+                    sentinel: false,
                 },
             );
             self.used(switch, DSM, 1);

@@ -228,6 +228,42 @@ fn idle_flows_lose_usm_first_and_dsm_one_epoch_later() {
     );
 }
 
+/// A flow retired on a segment and selected there again before its held-back DSM removal is
+/// sent keeps its DSM rule: the removal is dropped and no second install is asked for. (The
+/// removal, sent after the new install, took the rule away: the flow was counted upstream and
+/// never downstream, and a flow expected at once read that as loss.)
+#[test]
+fn a_flow_selected_again_before_its_dsm_removal_keeps_its_dsm_rule() {
+    let (_, s, c, all) = setup();
+    let mut sel = FlowSelector::new(params());
+    sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    let seg = &s.list[0];
+    let bf = c.segment_bf[0];
+    let report = [HhReport {
+        switch: seg.downstream(),
+        flow: flow(1),
+        path_bf: bf,
+    }];
+    sel.on_reports(&report, &s, &c);
+    sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    assert!(ops.contains(&RuleOp::RemoveUsm {
+        switch: seg.upstream(),
+        flow: flow(1)
+    }));
+    let again = sel.on_reports(&report, &s, &c);
+    assert!(
+        !again.iter().any(|o| matches!(o, RuleOp::InstallDsm { .. })),
+        "{again:?}"
+    );
+    assert!(again.contains(&RuleOp::InstallUsm {
+        switch: seg.upstream(),
+        flow: flow(1)
+    }));
+    assert_eq!(sel.take_deferred(), vec![]);
+    assert_eq!(sel.monitored(), 1);
+}
+
 /// An inter-pod flow crosses edge→agg→core, then core→agg→edge: each segment's HH rule
 /// selects it, and the core holds its DSM rule for the first and its USM rule for the second.
 /// Two segments from one upstream switch (the flow changed path) share one USM rule, which

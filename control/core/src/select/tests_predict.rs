@@ -5,9 +5,11 @@ use super::*;
 use crate::detect::{MmEntry, SegmentCount};
 use crate::topo::PortMap;
 
+/// Without sentinels: these tests are about segments that deliver nothing.
 fn params() -> SelectionParams {
     SelectionParams {
         delta: 2,
+        sentinels: 0,
         ..Default::default()
     }
 }
@@ -153,4 +155,97 @@ fn flows_arriving_at_a_core_are_predicted_onto_its_unseen_segment() {
         .any(|op| matches!(op, RuleOp::InstallHh { switch, path_bf: 0, .. } if *switch == core)));
     let expected = sel.expected().iter().filter(|e| e.segment == dead).count();
     assert_eq!(expected, want.len());
+}
+
+/// A segment that delivers keeps `sentinels` flows picked where they enter, before they could
+/// be lost: each is expected at once, so a share of flows the segment swallows whole from the
+/// start is seen. Once every segment has its sentinels the entry rule goes, and with the
+/// segments watched in rounds (no predictions there) none is asked for.
+#[test]
+fn a_segment_that_delivers_keeps_sentinels_seen_entering() {
+    let (t, s, c, all) = setup();
+    let predictor = predict::Predictor::new(&t, &PortMap::canonical(&t), &c.masks);
+    let up = t.switch("edge1_0").unwrap();
+    let seg = s
+        .find(&[up, t.switch("agg1_0").unwrap(), t.switch("core1").unwrap()])
+        .unwrap();
+    let sentinels = 3;
+    let mut sel = FlowSelector::new(SelectionParams {
+        sentinels,
+        ..params()
+    });
+    sel.set_predictor(Some(std::sync::Arc::new(predictor.clone())));
+    let first = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    assert!(
+        first
+            .iter()
+            .any(|op| matches!(op, RuleOp::InstallHh { switch, path_bf: 0, .. } if *switch == up)),
+        "an entry rule at edge1_0 from the first epoch"
+    );
+    let reports: Vec<HhReport> = (0..256u32)
+        .map(|n| HhReport {
+            switch: up,
+            flow: FlowId::v4(t.hosts[4].addr, t.hosts[12].addr, 6, 1000 + n as u16, 80),
+            path_bf: 0,
+        })
+        .collect();
+    let onto: Vec<FlowId> = reports
+        .iter()
+        .filter(|r| predictor.next_segment(&s, up, &r.flow) == Some(seg))
+        .map(|r| r.flow)
+        .collect();
+    assert!(onto.len() > sentinels as usize, "{}", onto.len());
+    let ops = sel.on_reports(&reports, &s, &c);
+    let core1 = t.switch("core1").unwrap();
+    let installed: Vec<FlowId> = ops
+        .iter()
+        .filter_map(|op| match op {
+            RuleOp::InstallDsm {
+                switch,
+                flow,
+                path_bf,
+            } if *switch == core1 && *path_bf == c.segment_bf[seg as usize] => Some(*flow),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(installed, onto[..sentinels as usize].to_vec());
+    let expected: Vec<FlowId> = sel
+        .expected()
+        .into_iter()
+        .filter(|e| e.segment == seg)
+        .map(|e| e.flow)
+        .collect();
+    assert_eq!(
+        expected.len(),
+        sentinels as usize,
+        "expected before any count"
+    );
+    // Every segment from edge1_0 delivers plenty and has its sentinels: the entry rule goes.
+    let mut rest: Vec<HhReport> = Vec::new();
+    for dst in 0..t.hosts.len() as u32 {
+        for n in 0..64u32 {
+            rest.push(HhReport {
+                switch: up,
+                flow: FlowId::v4(
+                    t.hosts[4].addr,
+                    t.hosts[dst as usize].addr,
+                    6,
+                    2000 + n as u16,
+                    80,
+                ),
+                path_bf: 0,
+            });
+        }
+    }
+    sel.on_reports(&rest, &s, &c);
+    let full = (0..s.len() as SegmentId)
+        .filter(|&i| s.get(i).upstream() == up)
+        .all(|i| sel.flows.keys().filter(|(_, g)| *g == i).count() >= sentinels as usize);
+    assert!(full, "every segment from edge1_0 has its sentinels");
+    let ops = sel.on_epoch(&plenty_but(&s, SegmentId::MAX), &all, &s, &c);
+    assert!(
+        ops.iter()
+            .any(|op| matches!(op, RuleOp::RemoveHh { switch, path_bf: 0 } if *switch == up)),
+        "the entry rule at edge1_0 goes once its segments have their sentinels"
+    );
 }
