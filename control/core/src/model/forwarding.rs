@@ -103,6 +103,12 @@ impl Router {
     pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
         self.fwd.route(self.mask, flow, c32)
     }
+
+    /// Whether both were taken from the same forwarding and mask (each change of a switch's
+    /// forwarding makes a new one), so route the same.
+    pub fn same_as(&self, other: &Router) -> bool {
+        Arc::ptr_eq(&self.fwd, &other.fwd) && self.mask == other.mask
+    }
 }
 
 impl SwitchModel {

@@ -50,7 +50,7 @@ impl SimFabric {
     }
 
     /// Every live flow takes the path the forwarding gives it now.
-    fn reroute(&mut self) {
+    pub(super) fn reroute(&mut self) {
         self.sync_hosts();
         let fx = Fixed {
             topo: &self.topo,

@@ -25,12 +25,17 @@ impl SimFabric {
         }
     }
 
-    /// The hosts' side takes the switches' forwarding and state as they are now.
-    pub(super) fn sync_hosts(&mut self) {
+    /// The hosts' side takes the switches' forwarding and state as they are now; true when a
+    /// switch's forwarding changed since the last time.
+    pub(super) fn sync_hosts(&mut self) -> bool {
+        let mut changed = false;
         for (s, sw) in self.net.switches.iter().enumerate() {
-            self.hosts.routers[s] = sw.model.router();
+            let r = sw.model.router();
+            changed |= !r.same_as(&self.hosts.routers[s]);
+            self.hosts.routers[s] = r;
             self.hosts.down[s] = sw.down;
         }
+        changed
     }
 
     /// The whole fabric's counts: the hosts' and the switches' digests.
@@ -56,7 +61,12 @@ impl SimFabric {
 
     /// Runs the fabric until time `until` (ns).
     pub(super) fn advance_to(&mut self, until: u64) {
-        self.sync_hosts();
+        // A driven fabric's tables are written from outside while flows are live (a controller
+        // connecting, or rewriting a mask): they take the paths the new tables give, as each
+        // packet on a real switch would.
+        if self.sync_hosts() && self.net.driven {
+            self.reroute();
+        }
         self.net.start_run();
         self.hosts.parks = 0;
         let fx = Fixed {
