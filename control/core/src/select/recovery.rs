@@ -54,7 +54,8 @@ impl FlowSelector {
     /// (`rules`: installs). Every DSM rule whose segment's USM rule is there upstream becomes a
     /// monitored flow; HH rules become active ones. Returns the removals of what makes no
     /// monitored flow: a DSM rule without its USM rule (the earlier controller died between the
-    /// two), a USM rule no DSM rule uses, an HH rule on no segment.
+    /// two), a USM rule no DSM rule uses, an HH rule on no segment (an entry rule, on pathBF 0,
+    /// is taken over as one).
     pub fn adopt(
         &mut self,
         rules: &[RuleOp],
@@ -130,6 +131,14 @@ impl FlowSelector {
             else {
                 continue;
             };
+            // An entry rule (`entry.rs`): kept while predictions want it; the next epoch's
+            // selection removes it otherwise, as it would have.
+            if path_bf == super::entry::ENTRY_BF {
+                self.entry
+                    .insert(switch, super::entry::EntryRule { eta, useful: 0 });
+                self.used(switch, HH, 1);
+                continue;
+            }
             match codec.decode(switch, path_bf) {
                 Decoded::Segment(seg) if codec.segment_bf[seg as usize] == path_bf => {
                     let have = self.per_segment.get(&seg).copied().unwrap_or(0);

@@ -249,3 +249,30 @@ fn a_segment_that_delivers_keeps_sentinels_seen_entering() {
         "the entry rule at edge1_0 goes once its segments have their sentinels"
     );
 }
+
+/// A controller taking over the switches keeps an entry rule it finds (pathBF 0 at a monitor
+/// with hosts): it is no HH rule of a segment, but removing it lost the sentinels' source.
+#[test]
+fn an_entry_rule_read_back_from_a_switch_is_taken_over() {
+    let (t, s, c, _) = setup();
+    let up = t.switch("edge1_0").unwrap();
+    let mut sel = FlowSelector::new(params());
+    let ops = sel.adopt(
+        &[RuleOp::InstallHh {
+            switch: up,
+            path_bf: 0,
+            eta: 8,
+        }],
+        &s,
+        &c,
+    );
+    assert!(ops.is_empty(), "{ops:?}");
+    assert_eq!(
+        sel.rules_on(up, &s, &c),
+        vec![RuleOp::InstallHh {
+            switch: up,
+            path_bf: 0,
+            eta: 8
+        }]
+    );
+}
