@@ -122,6 +122,13 @@ impl FlowSelector {
                 .into_iter()
                 .map(|(switch, flow)| RuleOp::RemoveUsm { switch, flow }),
         );
+        self.adopt_hh(rules, codec, &mut ops);
+        ops
+    }
+
+    /// The HH rules read back: those of a segment become active ones, an entry rule is taken
+    /// over, the rest are removed (`ops`).
+    fn adopt_hh(&mut self, rules: &[RuleOp], codec: &PathBfCodec, ops: &mut Vec<RuleOp>) {
         for op in rules {
             let RuleOp::InstallHh {
                 switch,
@@ -156,7 +163,6 @@ impl FlowSelector {
                 _ => ops.push(RuleOp::RemoveHh { switch, path_bf }),
             }
         }
-        ops
     }
 
     /// Forgets everything about a switch's rules (it restarted): flows counted there are
