@@ -25,6 +25,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         dwell: p.watch_round_epochs.unwrap_or(1),
         canary: localizer_params(p.groups, a.quantile_groups, p.floor(), None),
         faults_from: a.faults_from,
+        watching: a.watch_plan,
         ..Default::default()
     };
     if let Some(w) = a.meter_width {
@@ -45,14 +46,16 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         if !quiet {
             bar.suspend(|| {
                 println!(
-                "epoch {:>3}  watched {:>7}  flows {:>8}/{:<8}  evidence: {} unseen, oldest {}  \
-                 blamed {:>4}  P {:.3} R {:.3} F1 {:.3}  {:.0} ms",
+                "epoch {:>3}  watched {:>7}  flows {:>8}/{:<8}  evidence: {} unseen, oldest {}, \
+                 {} stale  waiting {:>4}  blamed {:>4}  P {:.3} R {:.3} F1 {:.3}  {:.0} ms",
                 e.epoch,
                 e.watched,
                 e.flows_counted,
                 e.flows_sent,
                 e.evidence.never_seen,
                 e.evidence.oldest,
+                e.stale,
+                e.waiting,
                 e.blamed.len(),
                 e.score.precision,
                 e.score.recall,
@@ -86,10 +89,23 @@ fn summary(r: &ScaleRun) -> String {
     let mut sorted = epoch_ms.clone();
     sorted.sort_by(f64::total_cmp);
     let median = sorted.get(sorted.len() / 2).copied().unwrap_or(0.0);
+    let plan = if s.adaptive {
+        format!(
+            "adaptive: a sweep of {} half-rounds of {} segments per monitor and the rest on \
+             suspicion, every segment watched at least every {} epochs",
+            s.rounds,
+            (s.segments_per_monitor / 2).max(1),
+            s.period
+        )
+    } else {
+        format!(
+            "{} segments per monitor and round, {} rounds, every segment watched every {} epochs",
+            s.segments_per_monitor, s.rounds, s.period
+        )
+    };
     format!(
         "{}: {} switches, {} hosts, {} monitors, {} segments; meters {}x{}\n\
-         watch plan: {} segments per monitor and round, {} rounds, every segment watched every {} \
-         epochs (planned in {:.0} ms; fabric prepared in {:.1} s)\n\
+         watch plan: {} (planned in {:.0} ms; fabric prepared in {:.1} s)\n\
          faults: {}, detected {} (mean time to detect {:.1} epochs, longest {})\n\
          after the first period: P {:.3} R {:.3} F1 {:.3} (TP {} FP {} FN {}); F1 >= 0.95 from epoch {}\n\
          epoch (minus meters + evidence + Canary): median {:.0} ms; peak memory {}\n",
@@ -100,9 +116,7 @@ fn summary(r: &ScaleRun) -> String {
         s.segments,
         s.meters.rows,
         s.meters.width,
-        s.segments_per_monitor,
-        s.rounds,
-        s.period,
+        plan,
         s.plan_ms,
         s.prepare_s,
         r.faults.len(),

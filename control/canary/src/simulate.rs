@@ -80,6 +80,11 @@ pub struct SimulateArgs {
     /// With --synth-meters: every fault starts at this epoch.
     #[arg(long, requires = "synth_meters")]
     pub faults_from: Option<u64>,
+    /// With --synth-meters: how the segments take turns. `rounds`: a fixed rotation of rounds;
+    /// `adaptive` (experimental): a sweep, and the rest of the switches' room on the segments
+    /// that lost packets and the other segments of their links.
+    #[arg(long, value_enum, default_value = "rounds", requires = "synth_meters")]
+    pub watch_plan: canary_lab::scale::Watching,
 }
 
 pub fn command(a: SimulateArgs) -> Result<()> {

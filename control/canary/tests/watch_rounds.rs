@@ -100,3 +100,45 @@ fn fattree4_fits_the_meters_and_is_watched_whole() {
         assert_eq!(a["packets_counted"], b["packets_counted"]);
     }
 }
+
+/// `--synth-meters --watch-plan adaptive` localizes from the first epochs, where the fixed
+/// rounds blame nothing until their first sweep ends (11 epochs at k = 16): faults present from
+/// the start are found during what would be the first sweep, and what is blamed is mostly them.
+#[test]
+fn fattree16_adaptive_watching_blames_faults_before_the_first_sweep_would_end() {
+    let args = |plan: &'static str| {
+        vec![
+            "simulate",
+            "--synth-meters",
+            "--topology",
+            "fattree:16",
+            "--epochs",
+            "8",
+            "--seed",
+            "1",
+            "--watch-plan",
+            plan,
+        ]
+    };
+    let rounds = run(&args("rounds"));
+    assert_eq!(rounds["synthesized"]["setup"]["period"], 11);
+    assert!(rounds["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .all(|e| e["blamed"].as_array().unwrap().is_empty()));
+
+    let adaptive = run(&args("adaptive"));
+    let m = &adaptive["synthesized"];
+    assert_eq!(m["setup"]["adaptive"], true);
+    let faults = m["faults"].as_array().unwrap();
+    let found = faults
+        .iter()
+        .filter(|f| f["time_to_detect"].as_u64().is_some())
+        .count();
+    assert!(found * 10 >= faults.len() * 9, "{found} of {}", faults.len());
+    for e in m["epochs"].as_array().unwrap() {
+        let p = e["score"]["precision"].as_f64().unwrap();
+        assert!(p >= 0.9, "epoch {}: precision {p}", e["epoch"]);
+    }
+}

@@ -17,9 +17,7 @@
 //! about a third more rounds on fat-trees (k = 32, s = 12: 58 against 43).
 
 use crate::capacity::Capacity;
-use crate::detect::{observations, observed, Observations, SegmentCount, WindowCount};
 use crate::topo::{SegmentId, Segments, SwitchIx};
-use std::collections::BTreeMap;
 
 /// Segments one monitor can start (USM) and end (DSM) in one round.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -167,149 +165,10 @@ impl WatchPlan {
     }
 }
 
-/// What each segment showed the last time it was watched, and when.
-///
-/// Counts of consecutive epochs add up (one watch of `dwell` epochs); a segment seen again after a
-/// gap starts afresh, so old evidence is replaced, never mixed with new.
-#[derive(Clone, Debug, Default)]
-pub struct LastShown {
-    /// Per segment: (last epoch seen, counts of its latest watch).
-    by_segment: Vec<Option<(u64, WindowCount)>>,
-    /// The observations of every segment's latest watch, kept from epoch to epoch: an epoch
-    /// watches a few segments of millions, so only theirs are made again.
-    view: Observations,
-    /// Each segment's index in `view`, or `NOT_IN_VIEW`.
-    in_view: Vec<u32>,
-    view_min_lossy: Option<u32>,
-}
-
-const NOT_IN_VIEW: u32 = u32::MAX;
-
-impl LastShown {
-    pub fn new(segments: usize) -> Self {
-        LastShown {
-            by_segment: vec![None; segments],
-            view: Observations::default(),
-            in_view: vec![NOT_IN_VIEW; segments],
-            view_min_lossy: None,
-        }
-    }
-
-    /// Records `epoch`'s counts and returns the observations of every segment's latest watch:
-    /// what [`crate::detect::observations`] gives on [`LastShown::totals`], in the same order.
-    pub fn observe(
-        &mut self,
-        epoch: u64,
-        counts: &BTreeMap<SegmentId, SegmentCount>,
-        segments: &Segments,
-        min_lossy_epochs: u32,
-    ) -> &Observations {
-        self.store(epoch, counts);
-        let mut rebuild = self.view_min_lossy != Some(min_lossy_epochs);
-        if !rebuild {
-            for &s in counts.keys() {
-                let Some(&(_, c)) = self.by_segment.get(s as usize).and_then(Option::as_ref) else {
-                    continue;
-                };
-                let at = self.in_view[s as usize];
-                match observed(segments, s, &c, min_lossy_epochs) {
-                    Some(o) if at != NOT_IN_VIEW => self.view.segments[at as usize] = o,
-                    // A segment enters or leaves the view: its order must be kept.
-                    _ if at == NOT_IN_VIEW && c.sent == 0 => {}
-                    _ => {
-                        rebuild = true;
-                        break;
-                    }
-                }
-            }
-        }
-        if rebuild {
-            self.view = observations(segments, &self.totals(), min_lossy_epochs);
-            self.in_view.fill(NOT_IN_VIEW);
-            for (i, o) in self.view.segments.iter().enumerate() {
-                self.in_view[o.segment as usize] = i as u32;
-            }
-            self.view_min_lossy = Some(min_lossy_epochs);
-        }
-        &self.view
-    }
-
-    /// The counts of `epoch`. Ids past the store's size are ignored.
-    pub fn record(&mut self, epoch: u64, counts: &BTreeMap<SegmentId, SegmentCount>) {
-        self.store(epoch, counts);
-        self.view_min_lossy = None;
-    }
-
-    fn store(&mut self, epoch: u64, counts: &BTreeMap<SegmentId, SegmentCount>) {
-        for (&s, c) in counts {
-            let Some(slot) = self.by_segment.get_mut(s as usize) else {
-                continue;
-            };
-            match slot {
-                Some((last, acc)) if *last + 1 == epoch => {
-                    acc.add(c);
-                    *last = epoch;
-                }
-                _ => {
-                    let mut acc = WindowCount::default();
-                    acc.add(c);
-                    *slot = Some((epoch, acc));
-                }
-            }
-        }
-    }
-
-    /// Every segment's latest counts, for [`crate::detect::observations`].
-    pub fn totals(&self) -> BTreeMap<SegmentId, WindowCount> {
-        self.by_segment
-            .iter()
-            .enumerate()
-            .filter_map(|(s, v)| v.map(|(_, c)| (s as SegmentId, c)))
-            .collect()
-    }
-
-    /// Epochs since `segment` was last seen, at `now`; `None` if never.
-    pub fn age(&self, segment: SegmentId, now: u64) -> Option<u64> {
-        self.by_segment
-            .get(segment as usize)
-            .copied()
-            .flatten()
-            .map(|(e, _)| now.saturating_sub(e))
-    }
-
-    /// How old the evidence is at `now`, over all segments.
-    pub fn ages(&self, now: u64) -> EvidenceAge {
-        let mut out = EvidenceAge::default();
-        let mut sum = 0u64;
-        for v in &self.by_segment {
-            match v {
-                None => out.never_seen += 1,
-                Some((e, _)) => {
-                    let age = now.saturating_sub(*e);
-                    out.seen += 1;
-                    out.oldest = out.oldest.max(age);
-                    sum += age;
-                }
-            }
-        }
-        out.mean = if out.seen > 0 {
-            sum as f64 / out.seen as f64
-        } else {
-            0.0
-        };
-        out
-    }
-}
-
-/// The age of the evidence localization works from, in epochs.
-#[derive(Clone, Copy, Debug, Default, PartialEq, serde::Serialize, serde::Deserialize)]
-pub struct EvidenceAge {
-    pub seen: usize,
-    pub never_seen: usize,
-    pub oldest: u64,
-    pub mean: f64,
-}
-
+pub mod adaptive;
 mod coloring;
+pub mod fresh;
+mod last_shown;
+pub use last_shown::{EvidenceAge, LastShown};
 #[cfg(test)]
 mod tests;

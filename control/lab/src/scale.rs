@@ -24,13 +24,18 @@ use canary_core::capacity::Capacity;
 use canary_core::detect::minus_meters_expecting;
 use canary_core::fault::{active_links, background, link_losses, Fault};
 use canary_core::localize::{Canary, CanaryParams, Localizer};
+use canary_core::schedule::adaptive::{AdaptiveWatch, LinkSegments};
+use canary_core::schedule::fresh::{freshness, LossOnsets};
 use canary_core::schedule::{LastShown, WatchBudget, WatchPlan};
 use canary_core::score::Score;
+use canary_core::topo::SegmentId;
 use canary_core::topo::{LinkIx, MonitorPlacement, Topology};
 use canary_sim::synth::{synth_watched, SynthConfig};
 use rand::SeedableRng;
 use rand_chacha::ChaCha8Rng;
 use std::time::Instant;
+use watching::Adaptive;
+pub use watching::{Watching, MAX_WAIT};
 
 /// Canary's F1 at every k of the paper's Fig. 10 was above this.
 pub const PAPER_F1: f64 = 0.95;
@@ -55,6 +60,7 @@ pub struct ScaleOptions {
     /// Every fault starts at this epoch (`None`: as the fault spec says), to time the detection
     /// of a fault that begins after the first sweep.
     pub faults_from: Option<u64>,
+    pub watching: Watching,
 }
 
 impl Default for ScaleOptions {
@@ -71,6 +77,7 @@ impl Default for ScaleOptions {
             canary: CanaryParams::default(),
             blame_in_first_sweep: false,
             faults_from: None,
+            watching: Watching::default(),
         }
     }
 }
@@ -119,6 +126,15 @@ fn run_parts(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Resu
     let t = Instant::now();
     let budget = WatchBudget::of(&opts.capacity, opts.synth.flows_per_segment);
     let plan = WatchPlan::new(&prep.segments, budget, opts.dwell);
+    let adaptive = (opts.watching == Watching::Adaptive).then(|| Adaptive {
+        watch: AdaptiveWatch::new(&prep.segments, budget),
+        through: LinkSegments::new(&prep.segments, prep.topo.links.len()),
+        onsets: LossOnsets::new(prep.segments.len()),
+    });
+    let (rounds, period) = match &adaptive {
+        Some(a) => (a.watch.half_rounds(), a.watch.bound()),
+        None => (plan.rounds(), plan.period()),
+    };
     let setup = ScaleSetup {
         topology: opts.topology.clone(),
         switches: prep.topo.switches.len(),
@@ -128,13 +144,14 @@ fn run_parts(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Resu
         links: prep.topo.links.len(),
         meters: opts.capacity.meter,
         segments_per_monitor: budget.segments_per_monitor,
-        rounds: plan.rounds(),
-        period: plan.period(),
+        rounds,
+        period,
+        adaptive: adaptive.is_some(),
         prepare_s,
         plan_ms: t.elapsed().as_secs_f64() * 1e3,
     };
 
-    let mut controller = Controller::new(opts, &prep, &plan, faults, bg);
+    let mut controller = Controller::new(opts, &prep, &plan, adaptive, faults, bg);
     let mut epochs = Vec::with_capacity(opts.epochs as usize);
     let mut reports = Vec::with_capacity(opts.epochs as usize);
     for e in 0..u64::from(opts.epochs) {
@@ -148,7 +165,7 @@ fn run_parts(opts: &ScaleOptions, mut on_epoch: impl FnMut(&ScaleEpoch)) -> Resu
     let after_first_period = pooled(
         epochs
             .iter()
-            .filter(|e| e.epoch + 1 >= plan.period())
+            .filter(|e| e.epoch + 1 >= period)
             .map(|e| e.score),
         links,
     );
@@ -174,6 +191,7 @@ struct Controller<'a> {
     opts: &'a ScaleOptions,
     prep: &'a Prepared,
     plan: &'a WatchPlan,
+    adaptive: Option<Adaptive>,
     canary: Canary,
     shown: LastShown,
     faults: Vec<Fault>,
@@ -188,6 +206,7 @@ impl<'a> Controller<'a> {
         opts: &'a ScaleOptions,
         prep: &'a Prepared,
         plan: &'a WatchPlan,
+        adaptive: Option<Adaptive>,
         faults: Vec<Fault>,
         bg: Vec<f64>,
     ) -> Self {
@@ -204,7 +223,12 @@ impl<'a> Controller<'a> {
                 params,
                 incumbents: Vec::new(),
             },
-            shown: LastShown::new(prep.segments.len()),
+            // The adaptive plan watches a lossy segment on and on: it shows its last 2–4 epochs.
+            shown: match adaptive {
+                Some(_) => LastShown::new(prep.segments.len()).with_window(2),
+                None => LastShown::new(prep.segments.len()),
+            },
+            adaptive,
             first_blamed: vec![None; faults.len()],
             faults,
             bg,
@@ -217,7 +241,10 @@ impl<'a> Controller<'a> {
         let (opts, prep) = (self.opts, self.prep);
         let (topo, segments, codec) = (&prep.topo, &prep.segments, &prep.codec);
         let loss = link_losses(&self.bg, &self.faults, e);
-        let watched = self.plan.watched_at(e);
+        let watched: Vec<SegmentId> = match &mut self.adaptive {
+            Some(a) => a.watch.next_watch(),
+            None => self.plan.watched_at(e).to_vec(),
+        };
         let synth = synth_watched(
             topo,
             segments,
@@ -225,7 +252,7 @@ impl<'a> Controller<'a> {
             &loss,
             &opts.synth,
             opts.capacity.meter,
-            watched,
+            &watched,
             rng,
         )
         .map_err(|source| Error::Meters {
@@ -237,13 +264,24 @@ impl<'a> Controller<'a> {
         let t = Instant::now();
         let det = minus_meters_expecting(segments, codec, &synth.snapshots, &synth.expected);
         let minus_meters_ms = t.elapsed().as_secs_f64() * 1e3;
-        let obs = self.shown.observe(e, &det.segments, segments, 1);
+        self.shown.observe(e, &det.segments, segments, 1);
         let detect_ms = t.elapsed().as_secs_f64() * 1e3;
         let t = Instant::now();
-        let verdict = if opts.blame_in_first_sweep || e + 1 >= self.plan.period() {
-            self.canary.localize(topo, obs)
-        } else {
-            Default::default()
+        let first_sweep =
+            self.adaptive.is_none() && !opts.blame_in_first_sweep && e + 1 < self.plan.period();
+        let (verdict, waiting, stale) = match &mut self.adaptive {
+            Some(a) => {
+                a.onsets.update(e, &watched, &self.shown);
+                let fresh = freshness(&self.shown, &a.onsets, &a.through, e, MAX_WAIT);
+                let canary = &self.canary;
+                let v = self
+                    .shown
+                    .with_held_out(&fresh.held_out, |obs| canary.localize(topo, obs));
+                a.watch.focus_after(&fresh, &self.shown, &a.through);
+                (v, fresh.waiting.len(), fresh.stale)
+            }
+            None if first_sweep => (Default::default(), 0, 0),
+            None => (self.canary.localize(topo, self.shown.view()), 0, 0),
         };
         let localize_ms = t.elapsed().as_secs_f64() * 1e3;
 
@@ -259,6 +297,8 @@ impl<'a> Controller<'a> {
             flows_sent: synth.flows,
             flows_counted: det.flows(),
             evidence: self.shown.ages(e),
+            waiting,
+            stale,
             score: Score::of(&blamed, &active_links(&self.faults, e), topo.links.len()),
             blamed,
             minus_meters_ms,
@@ -270,9 +310,14 @@ impl<'a> Controller<'a> {
             topo,
             segments.len(),
             &verdict,
-            document::Round {
-                plan: self.plan,
-                first_sweep: !opts.blame_in_first_sweep && e + 1 < self.plan.period(),
+            match &self.adaptive {
+                Some(a) => document::Round {
+                    round: (a.watch.half_sweeps_begun() % a.watch.half_rounds()),
+                    rounds: a.watch.half_rounds(),
+                    dwell: 1,
+                    first_sweep_until: None,
+                },
+                None => document::Round::of_plan(self.plan, e, first_sweep),
             },
             &measured,
         );
@@ -336,6 +381,7 @@ pub fn peak_rss_mb() -> Option<f64> {
 }
 
 mod document;
+mod watching;
 
 #[cfg(test)]
 mod tests;

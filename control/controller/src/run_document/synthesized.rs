@@ -23,6 +23,9 @@ pub struct ScaleSetup {
     pub rounds: usize,
     /// Epochs between two watches of a segment: the bound on its evidence's age.
     pub period: u64,
+    /// The adaptive plan (`rounds` are then its sweep's half-rounds, `period` the bound).
+    #[serde(default)]
+    pub adaptive: bool,
     pub prepare_s: f64,
     pub plan_ms: f64,
 }
@@ -37,6 +40,12 @@ pub struct ScaleEpoch {
     pub flows_sent: u64,
     pub flows_counted: u64,
     pub evidence: EvidenceAge,
+    /// Lossy segments held back until their links' other segments are watched, and loss-free
+    /// segments set aside as older than a loss on one of their links (the adaptive plan).
+    #[serde(default)]
+    pub waiting: usize,
+    #[serde(default)]
+    pub stale: usize,
     /// By index, for the lab's own checks; the document names them in its epochs' reports.
     #[serde(skip)]
     pub blamed: Vec<LinkIx>,

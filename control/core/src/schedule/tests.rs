@@ -1,6 +1,8 @@
 use super::*;
+use crate::detect::SegmentCount;
 use crate::topo::{fattree::fattree, MonitorPlacement, Routing};
 use proptest::prelude::*;
+use std::collections::BTreeMap;
 
 fn fat_tree_segments(k: u32) -> Segments {
     let t = fattree(k, MonitorPlacement::TopAndBottom).unwrap();
@@ -166,5 +168,150 @@ proptest! {
             check_plan(&ends, &plan, slots);
         }
         prop_assert_eq!(plan.period(), plan.rounds() as u64 * u64::from(dwell));
+    }
+}
+
+mod adaptive_watch {
+    use super::*;
+    use crate::schedule::adaptive::{AdaptiveWatch, LinkSegments};
+    use crate::schedule::fresh::{freshness, LossOnsets};
+
+    fn ends_of(segs: &Segments) -> Vec<(SwitchIx, SwitchIx)> {
+        segs.list
+            .iter()
+            .map(|s| (s.upstream(), s.downstream()))
+            .collect()
+    }
+
+    proptest! {
+        /// Whatever the focus asks for, no switch is over its slots in any epoch, and every
+        /// segment is watched within the bound.
+        #[test]
+        fn the_sweep_goes_on_whatever_the_focus_asks(
+            slots in 2usize..14,
+            focus in proptest::collection::vec(proptest::collection::vec(0u32..1408, 0..200), 1..40),
+        ) {
+            let segs = fat_tree_segments(8);
+            let ends = ends_of(&segs);
+            let mut w = AdaptiveWatch::new(&segs, budget(slots));
+            let mut last = vec![None::<u64>; segs.list.len()];
+            let epochs = (w.bound() * 2).max(focus.len() as u64);
+            for e in 0..epochs {
+                w_focus(&mut w, &focus[e as usize % focus.len()]);
+                let watched = w.next_watch();
+                let mut up: BTreeMap<SwitchIx, usize> = BTreeMap::new();
+                let mut down: BTreeMap<SwitchIx, usize> = BTreeMap::new();
+                for &s in &watched {
+                    let (u, d) = ends[s as usize];
+                    *up.entry(u).or_default() += 1;
+                    *down.entry(d).or_default() += 1;
+                    last[s as usize] = Some(e);
+                }
+                prop_assert!(up.values().chain(down.values()).all(|&n| n <= slots));
+                if e + 1 >= w.bound() {
+                    for (s, l) in last.iter().enumerate() {
+                        prop_assert!(
+                            l.is_some_and(|l| e - l < w.bound()),
+                            "segment {} unwatched for {} epochs at epoch {}", s, w.bound(), e
+                        );
+                    }
+                }
+            }
+        }
+    }
+
+    fn w_focus(w: &mut AdaptiveWatch, focus: &[SegmentId]) {
+        w.set_focus_for_test(focus.to_vec());
+    }
+
+    #[test]
+    fn with_nothing_in_focus_a_sweep_takes_about_the_fixed_plans_period() {
+        let segs = fat_tree_segments(8);
+        let fixed = WatchPlan::new(&segs, budget(12), 1);
+        let mut w = AdaptiveWatch::new(&segs, budget(12));
+        let mut seen = vec![false; segs.list.len()];
+        let mut epochs = 0;
+        while seen.iter().any(|s| !s) {
+            for s in w.next_watch() {
+                seen[s as usize] = true;
+            }
+            epochs += 1;
+        }
+        assert!(epochs as usize <= fixed.rounds() + 1, "{epochs} epochs");
+    }
+
+    /// A k = 8 fat-tree's segments, what they showed, and the segments through each link.
+    fn watched_fabric() -> (LastShown, LinkSegments, Segments) {
+        let t = crate::topo::fattree::fattree(8, MonitorPlacement::TopAndBottom).unwrap();
+        let segs = Segments::new(&t, &Routing::new(&t));
+        (
+            LastShown::new(segs.list.len()),
+            LinkSegments::new(&segs, t.links.len()),
+            segs,
+        )
+    }
+
+    #[test]
+    fn a_loss_waits_for_its_links_then_older_clearance_is_set_aside() {
+        let (mut shown, through, segs) = watched_fabric();
+        let lossy: SegmentId = 0;
+        let [a, b] = [segs.list[0].links[0], segs.list[0].links[1]];
+        let of_a: Vec<SegmentId> = through
+            .through(a)
+            .iter()
+            .copied()
+            .filter(|&s| s != lossy)
+            .collect();
+        assert!(of_a.len() >= 3);
+        let (other_a, third_a, fourth_a) = (of_a[0], of_a[1], of_a[2]);
+        let other_b = *through.through(b).iter().find(|&&s| s != lossy).unwrap();
+        let mut onsets = LossOnsets::new(segs.list.len());
+        // Epoch 0: every segment of both links watched, loss-free.
+        let all: BTreeMap<SegmentId, SegmentCount> = [other_a, other_b, third_a, fourth_a, lossy]
+            .into_iter()
+            .map(|s| (s, count(1000, 0)))
+            .collect();
+        shown.observe(0, &all, &segs, 1);
+        onsets.update(0, &all.keys().copied().collect::<Vec<_>>(), &shown);
+        // Epoch 2: the segment loses 5 %; nothing else is watched.
+        let now: BTreeMap<_, _> = [(lossy, count(1000, 50))].into_iter().collect();
+        shown.observe(2, &now, &segs, 1);
+        onsets.update(2, &[lossy], &shown);
+        let f = freshness(&shown, &onsets, &through, 2, 3);
+        assert_eq!(f.waiting.len(), 1, "it waits for both links: {f:?}");
+        assert_eq!(f.waiting[0].0, lossy);
+        assert_eq!(f.waiting[0].1.len(), 2);
+        // Epoch 3: the loss goes on, and two other segments of `a` lose too; `b`'s is clean.
+        let next: BTreeMap<_, _> = [
+            (lossy, count(1000, 50)),
+            (other_a, count(1000, 40)),
+            (third_a, count(1000, 45)),
+            (other_b, count(1000, 0)),
+        ]
+        .into_iter()
+        .collect();
+        shown.observe(3, &next, &segs, 1);
+        onsets.update(3, &next.keys().copied().collect::<Vec<_>>(), &shown);
+        let f = freshness(&shown, &onsets, &through, 3, 3);
+        assert!(
+            !f.waiting.iter().any(|w| w.0 == lossy),
+            "both links settled: {f:?}"
+        );
+        // `a` is a suspect now (three lossy segments): its segment last seen loss-free at epoch
+        // 0, before the loss began, no longer clears it. `b`'s clean one of epoch 3 still does.
+        let at = |s: SegmentId| {
+            shown
+                .view()
+                .segments
+                .iter()
+                .position(|o| o.segment == s)
+                .unwrap()
+        };
+        assert!(f.held_out[at(fourth_a)]);
+        assert!(!f.held_out[at(other_b)]);
+        assert_eq!(f.stale, 1);
+        // After three epochs a loss is localized with what there is.
+        let late = freshness(&shown, &onsets, &through, 5, 3);
+        assert!(!late.waiting.iter().any(|w| w.0 == lossy));
     }
 }

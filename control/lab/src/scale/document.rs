@@ -10,11 +10,25 @@ use canary_core::localize::Verdict;
 use canary_core::schedule::WatchPlan;
 use canary_core::topo::{LinkIx, Topology};
 
-/// The watch plan's round of an epoch.
-pub(super) struct Round<'a> {
-    pub plan: &'a WatchPlan,
-    /// Not every round has had its turn: nothing is blamed yet.
-    pub first_sweep: bool,
+/// Where the watch plan is in an epoch.
+pub(super) struct Round {
+    /// 0-based, of `rounds` (the adaptive plan: the sweep's half-round, of its half-rounds).
+    pub round: usize,
+    pub rounds: usize,
+    pub dwell: u32,
+    /// Nothing is blamed before this epoch (the fixed plan's first sweep).
+    pub first_sweep_until: Option<u64>,
+}
+
+impl Round {
+    pub fn of_plan(plan: &WatchPlan, epoch: u64, first_sweep: bool) -> Self {
+        Round {
+            round: plan.round_at(epoch),
+            rounds: plan.rounds(),
+            dwell: plan.dwell(),
+            first_sweep_until: first_sweep.then(|| plan.period() - 1),
+        }
+    }
 }
 
 fn link_report(topo: &Topology, link: LinkIx, loss: f64, stage: Option<usize>) -> LinkReport {
@@ -57,14 +71,13 @@ pub(super) fn epoch_report(
                 .collect()
         })
         .collect();
-    let p = round.plan;
     r.watch = Some(WatchReport {
-        round: p.round_at(e),
-        rounds: p.rounds(),
-        dwell: p.dwell(),
+        round: round.round,
+        rounds: round.rounds,
+        dwell: round.dwell,
         watched: measured.watched,
         evidence: measured.evidence,
-        first_sweep_until: round.first_sweep.then(|| p.period() - 1),
+        first_sweep_until: round.first_sweep_until,
     });
     r.phases_ms = Phases {
         detect: measured.detect_ms,
