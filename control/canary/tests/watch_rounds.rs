@@ -136,7 +136,11 @@ fn fattree16_adaptive_watching_blames_faults_before_the_first_sweep_would_end() 
         .iter()
         .filter(|f| f["time_to_detect"].as_u64().is_some())
         .count();
-    assert!(found * 10 >= faults.len() * 9, "{found} of {}", faults.len());
+    assert!(
+        found * 10 >= faults.len() * 9,
+        "{found} of {}",
+        faults.len()
+    );
     for e in m["epochs"].as_array().unwrap() {
         let p = e["score"]["precision"].as_f64().unwrap();
         assert!(p >= 0.9, "epoch {}: precision {p}", e["epoch"]);
