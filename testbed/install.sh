@@ -11,7 +11,7 @@
 #   ethtool      turns off checksum offload on veths (BMv2 forwards raw frames; a partial
 #                checksum left by offload would reach the destination host as a bad one)
 #   python3-yaml topology and SWITCHES.yaml I/O for the testbed's Python
-#   nftables     `nft`: the BMv2 daemon tests (control/canary/tests/daemon_bmv2.rs) drop packets
+#   nftables     `nft`: the BMv2 daemon tests (control/canary/tests/daemon_bmv2/) drop packets
 #                with a netdev egress rule where the kernel has no sch_netem
 #   openssl      the P4Runtime TLS test (control/switch/tests/p4rt_tls.rs) makes its certificates
 #   prometheus   promtool checks deploy/'s rules and a real Prometheus scrapes canary

@@ -1,5 +1,5 @@
 //! The fabrics, programs and rule IDs the targets decode against, built once per process: the
-//! same ones the seeds in `tests/seeds.rs` are written for.
+//! same ones the seeds in `tests/seeds/` are written for.
 
 use canary_core::topo::{fattree::fattree, yaml, MonitorPlacement, Topology};
 use canary_core::FlowId;

@@ -11,7 +11,7 @@
 //! Without p4c or simple_switch_grpc on PATH it prints `SKIP: ...` and measures nothing.
 
 #[path = "../tests/bmv2_switch/mod.rs"]
-#[allow(dead_code)] // shared with tests/bmv2_thrift.rs, which uses all of it
+#[allow(dead_code)] // shared with tests/bmv2_thrift/, which uses all of it
 mod bmv2_switch;
 #[path = "../tests/common/mod.rs"]
 mod common;

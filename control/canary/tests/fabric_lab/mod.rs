@@ -6,20 +6,25 @@
 
 #![allow(dead_code)]
 
-use crate::bmv2::{repo_root, Lab, RawSocket};
+mod daemon;
+mod traffic;
+
+// Each test binary uses a part of the lab.
+#[allow(unused_imports)]
+pub use daemon::{http_get_in_ns, read_json, wait_child, Daemon};
+#[allow(unused_imports)]
+pub use traffic::{udp_frame, Traffic};
+
+use crate::bmv2::{repo_root, Lab};
 use canary_core::topo::{PortMap, SwitchIx, Topology};
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
 use canary_switch::p4info::P4InfoFile;
 use canary_switch::switches::{port_map, SwitchesFile};
-use rand::{Rng, SeedableRng};
-use rand_distr::{Distribution, Pareto};
 use std::collections::BTreeMap;
 use std::fmt::Write as _;
-use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Stdio};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::path::PathBuf;
+use std::process::Command;
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 pub const GRPC_BASE: u16 = 50100;
@@ -300,47 +305,6 @@ impl FabricLab {
         ));
     }
 
-    /// `canary run` inside the fabric namespace, with its stdout/stderr in files.
-    pub fn daemon(&self, args: &[&str]) -> Daemon {
-        self.daemon_named("daemon", args)
-    }
-
-    /// Another `canary run` (a restart, a standby), its output in `{name}.out` and `.err`.
-    pub fn daemon_named(&self, name: &str, args: &[&str]) -> Daemon {
-        let exe = env!("CARGO_BIN_EXE_canary");
-        let out = std::fs::File::create(self.path(&format!("{name}.out"))).unwrap();
-        let err = std::fs::File::create(self.path(&format!("{name}.err"))).unwrap();
-        Command::new("ip")
-            .args(["netns", "exec", &self.fab, exe, "run", "--switches"])
-            .arg(&self.switches_yaml)
-            .arg("--p4")
-            .arg(&self.p4dir)
-            .args(args)
-            .env("RUST_LOG", "canary=info,canary_switch=info")
-            .stdin(Stdio::null())
-            .stdout(out)
-            .stderr(err)
-            .spawn()
-            .map(Daemon)
-            .unwrap()
-    }
-
-    pub fn daemon_output(&self) -> String {
-        self.output_of("daemon")
-    }
-
-    /// The stdout and stderr of daemon `name`.
-    pub fn output_of(&self, name: &str) -> String {
-        let read = |ext: &str| {
-            std::fs::read_to_string(self.path(&format!("{name}.{ext}"))).unwrap_or_default()
-        };
-        format!(
-            "--- {name} stdout\n{}\n--- {name} stderr\n{}",
-            read("out"),
-            read("err")
-        )
-    }
-
     /// A BMv2 driver for every switch of the lab, as `canary run` makes them: bound through the
     /// lab's switches file, running the lab's compiled program; with the ports the file gives.
     /// Call from inside the fabric's namespace, where the switches' servers listen.
@@ -364,195 +328,4 @@ impl FabricLab {
     pub fn path(&self, name: &str) -> PathBuf {
         self.lab.dir.path().join(name)
     }
-
-    /// Starts every host sending `pps` packets per second in `flows` concurrent UDP flows to
-    /// random other hosts, flow sizes Pareto(shape 1.2, min `min_pkts`).
-    pub fn traffic(&self, pps: u32, flows: usize, min_pkts: f64, seed: u64) -> Traffic {
-        let stop = Arc::new(AtomicBool::new(false));
-        let sent = Arc::new(AtomicU64::new(0));
-        let addrs: Vec<u32> = self.hosts.iter().map(|h| h.1).collect();
-        let threads = self
-            .hosts
-            .iter()
-            .enumerate()
-            .map(|(i, (ns, src))| {
-                let sock = RawSocket::open(ns, "eth0");
-                let (stop, sent, addrs, src) = (stop.clone(), sent.clone(), addrs.clone(), *src);
-                std::thread::spawn(move || {
-                    send_loop(
-                        sock,
-                        src,
-                        &addrs,
-                        pps,
-                        flows,
-                        min_pkts,
-                        seed + i as u64,
-                        &stop,
-                        &sent,
-                    )
-                })
-            })
-            .collect();
-        Traffic {
-            stop,
-            sent,
-            threads,
-        }
-    }
-}
-
-/// The daemon process (`ip netns exec` execs it, so this is its PID); killed on drop.
-pub struct Daemon(pub Child);
-
-impl Drop for Daemon {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// `GET path` from inside namespace `ns`; the body.
-pub fn http_get_in_ns(ns: &str, addr: &str, path: &str) -> Option<String> {
-    use std::io::{Read, Write};
-    let (ns, addr, path) = (ns.to_string(), addr.to_string(), path.to_string());
-    std::thread::spawn(move || {
-        crate::bmv2::enter_netns(&ns);
-        let mut s = std::net::TcpStream::connect(&addr).ok()?;
-        s.set_read_timeout(Some(Duration::from_secs(2))).ok()?;
-        write!(s, "GET {path} HTTP/1.0\r\nHost: {addr}\r\n\r\n").ok()?;
-        let mut body = String::new();
-        s.read_to_string(&mut body).ok()?;
-        Some(body)
-    })
-    .join()
-    .ok()
-    .flatten()
-}
-
-pub struct Traffic {
-    stop: Arc<AtomicBool>,
-    pub sent: Arc<AtomicU64>,
-    threads: Vec<JoinHandle<()>>,
-}
-
-impl Traffic {
-    pub fn stop(self) -> u64 {
-        self.stop.store(true, Ordering::Relaxed);
-        for t in self.threads {
-            let _ = t.join();
-        }
-        self.sent.load(Ordering::Relaxed)
-    }
-}
-
-struct Flow {
-    dst: u32,
-    sport: u16,
-    left: u64,
-}
-
-#[allow(clippy::too_many_arguments)]
-fn send_loop(
-    sock: RawSocket,
-    src: u32,
-    addrs: &[u32],
-    pps: u32,
-    nflows: usize,
-    min_pkts: f64,
-    seed: u64,
-    stop: &AtomicBool,
-    sent: &AtomicU64,
-) {
-    let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    let size = Pareto::new(min_pkts, 1.2).unwrap();
-    let others: Vec<u32> = addrs.iter().copied().filter(|&a| a != src).collect();
-    let mut next_sport: u16 = 10000 + (seed % 1000) as u16 * 50;
-    let mut new_flow = |rng: &mut rand_chacha::ChaCha8Rng| {
-        next_sport = next_sport.wrapping_add(1).max(1024);
-        Flow {
-            dst: others[rng.random_range(0..others.len())],
-            sport: next_sport,
-            left: size.sample(rng).min(1e6) as u64,
-        }
-    };
-    let mut flows: Vec<Flow> = (0..nflows).map(|_| new_flow(&mut rng)).collect();
-    let gap = Duration::from_secs_f64(1.0 / f64::from(pps.max(1)));
-    let mut due = Instant::now();
-    let mut n: u64 = 0;
-    while !stop.load(Ordering::Relaxed) {
-        let i = rng.random_range(0..flows.len());
-        let f = &mut flows[i];
-        sock.send(&udp_frame(src, f.dst, f.sport, 5001, n as u16));
-        n += 1;
-        f.left = f.left.saturating_sub(1);
-        if f.left == 0 {
-            flows[i] = new_flow(&mut rng);
-        }
-        due += gap;
-        let now = Instant::now();
-        match due.checked_duration_since(now) {
-            Some(d) => std::thread::sleep(d),
-            // Descheduled for a while (a loaded 2-core machine): drop the backlog instead of
-            // sending it back to back. Sixteen hosts bursting a second's worth of packets at
-            // once overflow BMv2's queues, a real loss no link is to blame for.
-            None if now - due > gap * 4 => due = now,
-            None => {}
-        }
-        sent.fetch_add(1, Ordering::Relaxed);
-    }
-}
-
-/// An Ethernet/IPv4/UDP frame. The destination MAC is nobody's, so receiving hosts drop it
-/// silently (no ICMP back into the fabric); the switches forward on IPv4 only.
-pub fn udp_frame(src: u32, dst: u32, sport: u16, dport: u16, seq: u16) -> Vec<u8> {
-    let payload = 64usize;
-    let mut f = Vec::with_capacity(14 + 28 + payload);
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x01]);
-    f.extend_from_slice(&[0x02, 0, 0, 0, 0, 0x02]);
-    f.extend_from_slice(&0x0800u16.to_be_bytes());
-    let total = (20 + 8 + payload) as u16;
-    let mut ip = [0u8; 20];
-    ip[0] = 0x45;
-    ip[2..4].copy_from_slice(&total.to_be_bytes());
-    ip[4..6].copy_from_slice(&seq.to_be_bytes());
-    ip[8] = 64;
-    ip[9] = 17;
-    ip[12..16].copy_from_slice(&src.to_be_bytes());
-    ip[16..20].copy_from_slice(&dst.to_be_bytes());
-    let mut sum: u32 = ip
-        .chunks(2)
-        .map(|c| u32::from(u16::from_be_bytes([c[0], c[1]])))
-        .sum();
-    while sum > 0xffff {
-        sum = (sum & 0xffff) + (sum >> 16);
-    }
-    ip[10..12].copy_from_slice(&(!(sum as u16)).to_be_bytes());
-    f.extend_from_slice(&ip);
-    f.extend_from_slice(&sport.to_be_bytes());
-    f.extend_from_slice(&dport.to_be_bytes());
-    f.extend_from_slice(&(8 + payload as u16).to_be_bytes());
-    f.extend_from_slice(&[0, 0]);
-    f.resize(f.len() + payload, 0xab);
-    f
-}
-
-/// Waits for `child` up to `timeout`; kills it (by PID) when it overstays.
-pub fn wait_child(child: &mut Child, timeout: Duration) -> Option<std::process::ExitStatus> {
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Ok(Some(s)) = child.try_wait() {
-            return Some(s);
-        }
-        if Instant::now() > deadline {
-            let _ = child.kill();
-            let _ = child.wait();
-            return None;
-        }
-        std::thread::sleep(Duration::from_millis(100));
-    }
-}
-
-/// Reads the daemon's `--json` document.
-pub fn read_json(path: &Path) -> serde_json::Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap_or_default()).unwrap_or_default()
 }
