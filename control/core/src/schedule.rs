@@ -43,6 +43,23 @@ impl WatchBudget {
     };
 }
 
+/// Each segment's (upstream, downstream) monitors: the switches whose slots it takes.
+pub(crate) fn segment_ends(segments: &Segments) -> Vec<(SwitchIx, SwitchIx)> {
+    segments
+        .list
+        .iter()
+        .map(|s| (s.upstream(), s.downstream()))
+        .collect()
+}
+
+/// Switches the ends name (the highest index and one).
+pub(crate) fn switches_of(ends: &[(SwitchIx, SwitchIx)]) -> usize {
+    ends.iter()
+        .map(|&(u, d)| u.max(d) as usize + 1)
+        .max()
+        .unwrap_or(0)
+}
+
 /// Which segments are watched in which epoch.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct WatchPlan {
@@ -56,22 +73,13 @@ pub struct WatchPlan {
 impl WatchPlan {
     /// Rounds for `segments` under `budget`, each lasting `dwell` epochs (at least 1).
     pub fn new(segments: &Segments, budget: WatchBudget, dwell: u32) -> Self {
-        let ends: Vec<(SwitchIx, SwitchIx)> = segments
-            .list
-            .iter()
-            .map(|s| (s.upstream(), s.downstream()))
-            .collect();
-        Self::of_ends(&ends, budget, dwell)
+        Self::of_ends(&segment_ends(segments), budget, dwell)
     }
 
     /// As [`WatchPlan::new`], for segments given by their (upstream, downstream) ends.
     pub fn of_ends(ends: &[(SwitchIx, SwitchIx)], budget: WatchBudget, dwell: u32) -> Self {
         let slots = budget.segments_per_monitor.max(1);
-        let switches = ends
-            .iter()
-            .map(|&(u, d)| u.max(d) as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let switches = switches_of(ends);
         let mut starts = vec![0usize; switches];
         let mut ended = vec![0usize; switches];
         for &(u, d) in ends {

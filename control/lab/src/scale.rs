@@ -312,7 +312,7 @@ impl<'a> Controller<'a> {
             &verdict,
             match &self.adaptive {
                 Some(a) => document::Round {
-                    round: (a.watch.half_sweeps_begun() % a.watch.half_rounds()),
+                    round: a.watch.half_sweeps_begun() % a.watch.half_rounds(),
                     rounds: a.watch.half_rounds(),
                     dwell: 1,
                     first_sweep_until: None,

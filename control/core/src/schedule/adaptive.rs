@@ -10,7 +10,7 @@
 //! 1. **The sweep's due part.** The rounds of a plan coloured for half the slots ("half-rounds",
 //!    at most s/2 per switch): the leftover of the half-round begun the epoch before, else the
 //!    next half-round. It always fits, since it is placed first and needs at most half.
-//! 2. **The focus** ([`AdaptiveWatch::focus`]), asked for by the epoch before: other segments of
+//! 2. **The focus** ([`AdaptiveWatch::focus_after`]), asked for by the epoch before: other segments of
 //!    the links of a loss not yet localized (so that the loss can be placed in the next epoch),
 //!    then the lossy segments again, then segments that lost a few packets.
 //! 3. **The sweep ahead.** The next half-round's segments, wherever they still fit; what does
@@ -22,7 +22,7 @@
 //! plan's period.
 
 use super::fresh::Freshness;
-use super::{LastShown, WatchBudget, WatchPlan};
+use super::{segment_ends, switches_of, LastShown, WatchBudget, WatchPlan};
 use crate::topo::{LinkIx, SegmentId, Segments, SwitchIx};
 
 /// The segments through each directed link.
@@ -76,16 +76,8 @@ impl AdaptiveWatch {
         let half_budget = WatchBudget {
             segments_per_monitor: (slots / 2).max(1),
         };
-        let ends: Vec<(SwitchIx, SwitchIx)> = segments
-            .list
-            .iter()
-            .map(|s| (s.upstream(), s.downstream()))
-            .collect();
-        let switches = ends
-            .iter()
-            .map(|&(u, d)| u.max(d) as usize + 1)
-            .max()
-            .unwrap_or(0);
+        let ends = segment_ends(segments);
+        let switches = switches_of(&ends);
         AdaptiveWatch {
             half: WatchPlan::of_ends(&ends, half_budget, 1),
             slots,
@@ -116,11 +108,6 @@ impl AdaptiveWatch {
     #[cfg(test)]
     pub(crate) fn set_focus_for_test(&mut self, focus: Vec<SegmentId>) {
         self.focus = focus;
-    }
-
-    /// What the focus holds for the next [`AdaptiveWatch::next_watch`].
-    pub fn focus(&self) -> &[SegmentId] {
-        &self.focus
     }
 
     /// The segments to watch in the next epoch, ascending; advances the sweep.

@@ -97,17 +97,16 @@ impl LastShown {
         }
         let view = Observations { segments: kept };
         let r = f(&view);
+        // Held-out ones back at their indices, the kept ones in order around them (one merge:
+        // inserting one by one would move millions of observations per held-out one).
         let mut kept = view.segments.into_iter();
-        let mut out = out.into_iter().peekable();
-        let n = kept.len() + out.len();
-        let mut all = Vec::with_capacity(n);
-        for i in 0..n {
-            match out.peek() {
-                Some(&(at, _)) if at == i => all.push(out.next().map(|(_, o)| o)),
-                _ => all.push(kept.next()),
-            }
+        let mut all = Vec::with_capacity(kept.len() + out.len());
+        for (at, o) in out {
+            all.extend(kept.by_ref().take(at - all.len()));
+            all.push(o);
         }
-        self.view.segments = all.into_iter().flatten().collect();
+        all.extend(kept);
+        self.view.segments = all;
         r
     }
 
