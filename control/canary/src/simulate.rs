@@ -129,10 +129,19 @@ pub fn command(a: SimulateArgs) -> Result<()> {
     let start = SystemTime::now();
     let mut journal = journal(a.incidents.as_deref(), a.json.as_deref())?;
     let mut journal_error = None;
+    if let (Some(_), Some(s)) = (&journal, &served) {
+        // The page lists the database's incidents as they change.
+        s.page.follow_incidents(Vec::new());
+    }
     let mut result = simulate::run(&opts, |r| {
         if let Some(j) = journal.as_mut().filter(|_| journal_error.is_none()) {
-            if let Err(e) = j.observe(r, Some(&incidents::after(start, r.at_s))) {
-                journal_error = Some(e);
+            match j.observe(r, Some(&incidents::after(start, r.at_s))) {
+                Ok(changed) => {
+                    if let Some(s) = &served {
+                        s.page.incidents_changed(&changed);
+                    }
+                }
+                Err(e) => journal_error = Some(e),
             }
         }
         if let Some(s) = &served {

@@ -5,37 +5,13 @@
 //! `CANARY_PAGE_SCREENSHOT=FILE` also saves a screenshot. Prints `SKIP` where Chromium or
 //! chromedriver is missing.
 
+mod browser;
+
+use browser::{chromium, eventually, spawn_grouped};
 use canary_testkit::{free_port, runnable, tools_lacking};
-use fantoccini::{ClientBuilder, Locator};
-use std::os::unix::process::CommandExt;
-use std::process::{Child, Command, Stdio};
-use std::time::{Duration, Instant};
-
-/// A child killed with its whole process group on drop: chromedriver's Chromium goes with it
-/// even when a failed assertion skips closing the session.
-struct Killed(Child);
-
-impl Drop for Killed {
-    fn drop(&mut self) {
-        // SAFETY: signalling a process group we created; no memory is touched.
-        unsafe {
-            libc::kill(-(self.0.id() as i32), libc::SIGKILL);
-        }
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-async fn eventually<T>(what: &str, limit: Duration, mut f: impl AsyncFnMut() -> Option<T>) -> T {
-    let t0 = Instant::now();
-    loop {
-        if let Some(x) = f().await {
-            return x;
-        }
-        assert!(t0.elapsed() < limit, "{what}: not within {limit:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
+use fantoccini::Locator;
+use std::process::{Command, Stdio};
+use std::time::Duration;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
@@ -56,46 +32,16 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
     )
     .unwrap();
     let (page, driver) = (free_port(), free_port());
-    let _canary = Killed(
+    let _canary = spawn_grouped(
         Command::new(env!("CARGO_BIN_EXE_canary"))
             .args(["simulate", "--topology", &topology, "--epochs", "40", "-q"])
-            .process_group(0)
             .arg("--faults")
             .arg(&faults)
             .args(["--serve", &format!("127.0.0.1:{page}"), "--pace-ms", "600"])
             .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .unwrap(),
+            .stderr(Stdio::inherit()),
     );
-    let _driver = Killed(
-        Command::new("chromedriver")
-            .arg(format!("--port={driver}"))
-            .process_group(0)
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap(),
-    );
-    let mut caps = serde_json::Map::new();
-    caps.insert(
-        "goog:chromeOptions".into(),
-        serde_json::json!({"args": ["--headless=new", "--no-sandbox", "--disable-gpu",
-            "--disable-dev-shm-usage", "--window-size=1600,1000"]}),
-    );
-    let connector = hyper_util::client::legacy::connect::HttpConnector::new();
-    let c = eventually(
-        "chromedriver answers",
-        Duration::from_secs(20),
-        async || {
-            ClientBuilder::new(connector.clone())
-                .capabilities(caps.clone())
-                .connect(&format!("http://127.0.0.1:{driver}"))
-                .await
-                .ok()
-        },
-    )
-    .await;
+    let (_driver, c) = chromium(driver).await;
     let url = format!("http://127.0.0.1:{page}/");
     eventually("the page is served", Duration::from_secs(60), async || {
         c.goto(&url).await.ok()

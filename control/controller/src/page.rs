@@ -1,94 +1,103 @@
 //! The live fabric page: what `canary run --serve`, `canary simulate --serve` and `canary view`
-//! serve. One HTML file with its script and style inline (no build chain, no CDN: it works
-//! offline), and three JSON endpoints it reads:
+//! serve. Static HTML, style and scripts compiled into the binary (no build chain, no CDN: it
+//! works offline), and the JSON endpoints they read:
 //!
-//! * `GET /api/fabric`: switches (name, layer, monitor, position) and directed links;
+//! * `GET /api/fabric`: switches (name, layer, monitor, position, group) and directed links,
+//!   and the groups (pods, top-layer blocks) the overview of a large fabric shows;
 //! * `GET /api/epochs`: every epoch report so far (the JSON lines of `--report`);
+//! * `GET /api/incidents`: the incidents so far (the controller's database where it keeps one,
+//!   else derived from the epochs as `canary incidents` derives them);
 //! * `GET /api/events`: server-sent events, one per new epoch report, so the page updates
 //!   without reloading.
 //!
 //! Positions come from the same layout as `canary draw` (`draw::layout`).
 
-use crate::draw;
+mod fabric_view;
+
+use crate::incidents::{Incident, TrackConfig, Tracker};
 use crate::report::EpochReport;
 use axum::response::sse::{Event, KeepAlive, Sse};
 use axum::response::{Html, IntoResponse};
 use canary_core::topo::Topology;
+use fabric_view::FabricView;
 use futures::Stream;
-use serde::Serialize;
+use std::collections::BTreeMap;
 use std::convert::Infallible;
-use std::sync::{Arc, RwLock};
+use std::sync::{Arc, Mutex, RwLock};
 use tokio::sync::broadcast;
 
 const INDEX: &str = include_str!("page/index.html");
+/// The page's style and scripts, by the name the page asks for them.
+const ASSETS: [(&str, &str, &str); 7] = [
+    ("page.css", "text/css", include_str!("page/page.css")),
+    ("common.js", JS, include_str!("page/common.js")),
+    ("drawing.js", JS, include_str!("page/drawing.js")),
+    ("overview.js", JS, include_str!("page/overview.js")),
+    ("incidents.js", JS, include_str!("page/incidents.js")),
+    ("link.js", JS, include_str!("page/link.js")),
+    ("main.js", JS, include_str!("page/main.js")),
+];
+const JS: &str = "text/javascript";
 
-#[derive(Serialize)]
-struct FabricView {
-    name: String,
-    width: f64,
-    height: f64,
-    switches: Vec<SwitchView>,
-    /// Directed links `[from, to]`.
-    links: Vec<[String; 2]>,
+/// The incidents the page lists: followed by its own tracker, or handed over by the controller
+/// that keeps them in a database (so the page shows the ids the alerts carry).
+struct IncidentBook {
+    tracker: Option<Tracker>,
+    by_id: BTreeMap<u64, Incident>,
 }
 
-#[derive(Serialize)]
-struct SwitchView {
-    name: String,
-    layer: u8,
-    monitor: bool,
-    x: f64,
-    y: f64,
-}
-
-/// The page's state: the fabric, the epochs so far, and the subscribers to new ones.
+/// The page's state: the fabric, the epochs so far, the incidents, and the subscribers to new
+/// epochs.
 #[derive(Clone)]
 pub struct Page {
     fabric: Arc<String>,
     epochs: Arc<RwLock<Vec<Arc<String>>>>,
+    incidents: Arc<Mutex<IncidentBook>>,
     tx: broadcast::Sender<Arc<String>>,
 }
 
 impl Page {
     pub fn new(topo: &Topology) -> Self {
-        let l = draw::layout_with(topo, false);
-        let view = FabricView {
-            name: topo.name.clone(),
-            width: l.width,
-            height: l.height,
-            switches: topo
-                .switches
-                .iter()
-                .zip(&l.pos)
-                .map(|(s, &(x, y))| SwitchView {
-                    name: s.name.clone(),
-                    layer: s.layer,
-                    monitor: s.monitor,
-                    x,
-                    y,
-                })
-                .collect(),
-            links: topo
-                .links
-                .iter()
-                .map(|k| {
-                    [
-                        topo.switches[k.from as usize].name.clone(),
-                        topo.switches[k.to as usize].name.clone(),
-                    ]
-                })
-                .collect(),
-        };
+        let view = FabricView::of(topo);
         let (tx, _) = broadcast::channel(256);
         Page {
             fabric: Arc::new(serde_json::to_string(&view).expect("plain data")),
             epochs: Arc::default(),
+            incidents: Arc::new(Mutex::new(IncidentBook {
+                tracker: Some(Tracker::new(TrackConfig::default())),
+                by_id: BTreeMap::new(),
+            })),
             tx,
         }
     }
 
-    /// A new epoch report: kept, and sent to every open page.
+    /// The incidents come from the controller's database from now on: `all` of them now, and
+    /// [`Page::incidents_changed`] after each epoch.
+    pub fn follow_incidents(&self, all: Vec<Incident>) {
+        let mut book = self.incidents.lock().unwrap_or_else(|e| e.into_inner());
+        book.tracker = None;
+        book.by_id = all.into_iter().map(|i| (i.id, i)).collect();
+    }
+
+    /// Incidents an epoch opened or changed, as the controller's database has them.
+    pub fn incidents_changed(&self, changed: &[Incident]) {
+        let mut book = self.incidents.lock().unwrap_or_else(|e| e.into_inner());
+        for i in changed {
+            book.by_id.insert(i.id, i.clone());
+        }
+    }
+
+    /// A new epoch report: kept, its incidents followed, and sent to every open page.
     pub fn push(&self, r: &EpochReport) {
+        {
+            let mut book = self.incidents.lock().unwrap_or_else(|e| e.into_inner());
+            if let Some(t) = book.tracker.as_mut() {
+                let changed = t.observe(r, r.at.as_deref());
+                for i in changed {
+                    book.by_id.insert(i.id, i);
+                }
+            }
+        }
         let line = Arc::new(serde_json::to_string(r).expect("plain data"));
         self.epochs
             .write()
@@ -96,6 +105,12 @@ impl Page {
             .push(line.clone());
         // No page open: nobody to tell.
         let _ = self.tx.send(line);
+    }
+
+    fn incidents_json(&self) -> String {
+        let book = self.incidents.lock().unwrap_or_else(|e| e.into_inner());
+        let all: Vec<&Incident> = book.by_id.values().collect();
+        serde_json::to_string(&all).expect("plain data")
     }
 
     fn epochs_json(&self) -> String {
@@ -144,9 +159,29 @@ pub async fn serve(addr: &str, page: Page) -> crate::Result<std::net::SocketAddr
     let bound = listener
         .local_addr()
         .map_err(|e| crate::Error::io(what(), e))?;
-    let (p1, p2, p3) = (page.clone(), page.clone(), page);
+    let (p1, p2, p3, p4) = (page.clone(), page.clone(), page.clone(), page);
     let app = axum::Router::new()
         .route("/", get(|| async { Html(INDEX) }))
+        .route(
+            "/page/{name}",
+            get(
+                |axum::extract::Path(name): axum::extract::Path<String>| async move {
+                    match ASSETS.iter().find(|(n, _, _)| *n == name) {
+                        Some(&(_, kind, body)) => {
+                            ([(axum::http::header::CONTENT_TYPE, kind)], body).into_response()
+                        }
+                        None => axum::http::StatusCode::NOT_FOUND.into_response(),
+                    }
+                },
+            ),
+        )
+        .route(
+            "/api/incidents",
+            get(move || {
+                let p = p4.clone();
+                async move { json(p.incidents_json()) }
+            }),
+        )
         .route(
             "/api/fabric",
             get(move || {

@@ -53,6 +53,13 @@ pub fn main(a: &ViewArgs) -> Result<()> {
     let doc = RunDocument::load(&a.run)?;
     let topo = doc.topology_for(&a.run.display().to_string(), a.topology.as_deref())?;
     let served = Served::start(&topo, &a.serve)?;
+    // The run's incidents database, where it kept one beside its document: the page shows its
+    // ids. Otherwise the page derives them from the epochs.
+    let beside = crate::incidents::default_path(&a.run);
+    if beside.exists() {
+        let store = crate::incidents::Store::open_read_only(&beside)?;
+        served.page.follow_incidents(store.all()?);
+    }
     for e in &doc.epochs {
         served.page.push(e);
     }

@@ -59,6 +59,9 @@ impl<'a, F> Sink<'a, F> {
             }
             None => None,
         };
+        if let (Some(j), Some(p)) = (&journal, &page) {
+            p.follow_incidents(j.all()?);
+        }
         Ok(Self {
             report,
             journal,
@@ -80,6 +83,10 @@ impl<F: FnMut(&EpochReport)> Sink<'_, F> {
         };
         if let Some(j) = self.journal.as_mut() {
             j.resume(self.report.as_ref().map(|f| f.path()))?;
+            // The page lists the database's incidents, with the ids the alerts carry.
+            if let Some(p) = &self.page {
+                p.follow_incidents(j.all()?);
+            }
         }
         Ok(last)
     }
@@ -93,8 +100,13 @@ impl<F: FnMut(&EpochReport)> Sink<'_, F> {
         if let Some(j) = self.journal.as_mut() {
             // The incidents follow from the report: a database that cannot be written is
             // said, and its changes go out with the next epoch's.
-            if let Err(e) = j.observe(&r, r.at.as_deref()) {
-                tracing::warn!("epoch {}: {e}", r.epoch);
+            match j.observe(&r, r.at.as_deref()) {
+                Ok(changed) => {
+                    if let Some(p) = &self.page {
+                        p.incidents_changed(&changed);
+                    }
+                }
+                Err(e) => tracing::warn!("epoch {}: {e}", r.epoch),
             }
             self.metrics.observe_incidents(j.live());
         }
