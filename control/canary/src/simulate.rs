@@ -134,8 +134,12 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         s.page.follow_incidents(Vec::new());
     }
     let mut result = simulate::run(&opts, |r| {
+        // Dated from the run's start by its fabric time, as the run's document dates it.
+        let mut dated = r.clone();
+        dated.at = Some(incidents::after(start, r.at_s));
+        let r = &dated;
         if let Some(j) = journal.as_mut().filter(|_| journal_error.is_none()) {
-            match j.observe(r, Some(&incidents::after(start, r.at_s))) {
+            match j.observe(r, r.at.as_deref()) {
                 Ok(changed) => {
                     if let Some(s) = &served {
                         s.page.incidents_changed(&changed);

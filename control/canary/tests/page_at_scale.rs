@@ -133,6 +133,16 @@ async fn the_k48_overview_shows_the_faulty_pods_and_drills_down_to_a_link() {
     want.push(format!("{top}/2"));
     want.sort();
     assert_eq!(lit_cells(&c).await, want);
+    // The measurement's own counters are details, not warnings.
+    assert_eq!(
+        js(
+            &c,
+            "return [document.querySelectorAll('#epoch .warn').length, \
+                     !!document.querySelector('#epoch details#details')];"
+        )
+        .await,
+        serde_json::json!([0, true])
+    );
     if let Ok(path) = std::env::var("CANARY_PAGE_SCREENSHOT") {
         std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
         eprintln!("screenshot: {path}");

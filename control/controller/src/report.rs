@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 mod cables;
 mod render;
+pub mod round;
 pub use cables::{cables, CableReport};
 pub use render::{render_epoch, render_summary};
 
@@ -17,6 +18,7 @@ pub struct EpochReport {
     /// The meter instance this epoch counted in.
     pub parity: Parity,
     /// Fabric time of the epoch's end, seconds.
+    #[serde(serialize_with = "round::micros")]
     pub at_s: f64,
     /// Wall-clock time of the epoch's report (UTC, RFC 3339), set by the daemon as it writes
     /// it (and by `canary simulate --json`, dated from the run's start); absent in the
@@ -80,6 +82,7 @@ pub struct EpochReport {
     pub segments_skipped: usize,
     /// The wait between this epoch's flip and its harvest (raised while packets arrive late).
     #[serde(default)]
+    #[serde(serialize_with = "round::thousandths")]
     pub drain_ms: f64,
     /// Switch tables that were full when flow selection wanted a rule in them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -110,8 +113,10 @@ pub struct EpochReport {
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClusterReport {
     /// From handing out the registers to having every join partition's share.
+    #[serde(serialize_with = "round::thousandths")]
     pub detect_ms: f64,
     /// From handing out the observations to having every localizer partition's diagnoses.
+    #[serde(serialize_with = "round::thousandths")]
     pub localize_ms: f64,
     /// Bytes the controller published and took this epoch.
     pub bytes_out: u64,
@@ -248,6 +253,7 @@ pub struct SegmentReport {
     pub segment: Vec<String>,
     pub sent: u64,
     pub lost: u64,
+    #[serde(serialize_with = "round::loss")]
     pub loss: f64,
     pub used: bool,
     /// Epochs since these counts were taken, when segments are watched in rounds (0: this
@@ -259,6 +265,7 @@ pub struct SegmentReport {
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct LinkReport {
     pub link: [String; 2],
+    #[serde(serialize_with = "round::loss")]
     pub loss: f64,
     /// The localization stage that blamed it, from 1 (the highest-loss group), as the terminal
     /// and the page number it too.
@@ -266,7 +273,11 @@ pub struct LinkReport {
     pub stage: Option<usize>,
     /// 95 % interval of the estimate: the Wilson interval with the packets counted on the
     /// segments through the link as trials (sampling uncertainty, not model error).
-    #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        serialize_with = "round::loss_pair"
+    )]
     pub ci95: Option<[f64; 2]>,
     /// The epoch since which the link has been blamed without a break.
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -322,9 +333,13 @@ pub struct RuleCounts {
 
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Phases {
+    #[serde(serialize_with = "round::thousandths")]
     pub harvest: f64,
+    #[serde(serialize_with = "round::thousandths")]
     pub detect: f64,
+    #[serde(serialize_with = "round::thousandths")]
     pub localize: f64,
+    #[serde(serialize_with = "round::thousandths")]
     pub select: f64,
 }
 
@@ -346,6 +361,7 @@ pub struct Summary {
     pub missed: Vec<LinkReport>,
     pub false_positives: Vec<LinkReport>,
     /// Time to localize the whole run's observations.
+    #[serde(serialize_with = "round::thousandths")]
     pub localize_ms: f64,
     /// Every segment observed in the run with its counts: where the monitored flows were, and
     /// where a fault could not have been seen.
@@ -371,6 +387,7 @@ pub struct FaultTimingReport {
     pub link: [String; 2],
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<String>,
+    #[serde(serialize_with = "round::loss")]
     pub loss: f64,
     pub onset: u64,
     pub repair: Option<u64>,

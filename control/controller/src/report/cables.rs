@@ -13,6 +13,7 @@ pub struct CableReport {
     /// The port of each end that faces the other (the switches file's, or the simulator's).
     pub ports: [u32; 2],
     /// The estimated loss of each direction that is blamed: `ends[0]→ends[1]`, then back.
+    #[serde(serialize_with = "super::round::losses")]
     pub loss: [Option<f64>; 2],
 }
 

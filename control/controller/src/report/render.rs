@@ -121,6 +121,11 @@ fn header(s: &mut String, r: &EpochReport) {
         r.selection.flows_retired,
         r.phases_ms.harvest + r.phases_ms.detect + r.phases_ms.localize + r.phases_ms.select,
     );
+    if let Some(at) = &r.at {
+        // The wall-clock time on the header line, before its newline.
+        s.pop();
+        let _ = writeln!(s, " │ {at}");
+    }
 }
 
 /// Why the epoch may be partial: incomplete, unreachable switches, disturbed switches.
