@@ -127,6 +127,12 @@ fn main() -> ExitCode {
         }
         other => {
             init_logging(LogFormat::Text);
+            if writes_to_a_pipe_and_ends(&other) {
+                // `canary simulate | head`: a reader that has had enough ends the command
+                // quietly, as it ends any Unix filter, instead of a panic in `print!`.
+                // SAFETY: restores the default action of one signal before any thread starts.
+                unsafe { libc::signal(libc::SIGPIPE, libc::SIG_DFL) };
+            }
             dispatch(other)
         }
     };
@@ -141,6 +147,16 @@ fn main() -> ExitCode {
             }
         }
     }
+}
+
+/// Commands that print to standard output and end. The daemons (`run`, the gateway, the
+/// workers) keep Rust's default of ignoring SIGPIPE: a closed pipe is an error they report, not
+/// a reason to die. (Sockets never raise it: the standard library sends with MSG_NOSIGNAL.)
+fn writes_to_a_pipe_and_ends(c: &Option<Command>) -> bool {
+    !matches!(
+        c,
+        None | Some(Command::Run(_)) | Some(Command::RoleGateway(_)) | Some(Command::Worker(_))
+    )
 }
 
 fn dispatch(command: Option<Command>) -> Result<()> {

@@ -91,3 +91,27 @@ fn a_topology_with_duplicate_hosts_is_rejected_by_the_cli() {
         "{e}"
     );
 }
+
+/// `canary simulate | head -1`: the reader closes the pipe after one line, and the command ends
+/// as a Unix filter does (SIGPIPE), not with a panic's backtrace.
+#[test]
+fn a_reader_that_closes_the_pipe_ends_the_command_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    let mut child = Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(["simulate", "--topology", "fattree:4", "--epochs", "40"])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.starts_with("epoch"), "{first}");
+    // The reader is gone; the next epoch's lines meet a closed pipe.
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.signal(), Some(libc::SIGPIPE), "{}", stderr(&out));
+    assert!(!stderr(&out).contains("panicked"), "{}", stderr(&out));
+}

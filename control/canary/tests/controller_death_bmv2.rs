@@ -1,6 +1,7 @@
 //! The controller's own death on real switches: `canary run` SIGKILLed at a random point of an
 //! epoch on a leaf-spine fabric of BMv2 switches with real traffic, then restarted, or taken
-//! over by a standby `canary run` that was waiting. The switches keep their pipeline, meters,
+//! over by a standby `canary run` that was waiting (a lossy link stays blamed through the takeover,
+//! one incident throughout). The switches keep their pipeline, meters,
 //! rules and monitored flows; the report file goes on, every epoch once.
 //!
 //! Needs root, p4c and BMv2 on PATH; each test prints `SKIP: ...` and passes when something is
@@ -21,6 +22,9 @@ use std::path::Path;
 use std::time::{Duration, Instant};
 
 const EPOCH_MS: u64 = 1000;
+/// The standby test's lossy link (10 % one way): blamed before the kill, through the takeover
+/// and after, one incident throughout.
+const LOSSY: [&str; 2] = ["leaf1", "spine0"];
 
 fn missing() -> bool {
     !bmv2::runnable("controller_death_bmv2", &bmv2::missing())
@@ -130,9 +134,10 @@ fn rules_on(lab: &FabricLab) -> BTreeSet<(usize, ReadRule)> {
 }
 
 /// Every epoch once and in order; one epoch marked as found running by the new controller, and
-/// at most one before it that nobody harvested; nothing blamed on a fabric without faults; the
-/// epochs after the takeover count packets and flows.
-fn assert_report_goes_on(lines: &[Value], after: usize) {
+/// at most one before it that nobody harvested; nothing blamed but `lossy` (nothing at all on a
+/// fabric without faults), and `lossy` in every whole epoch after the takeover; the epochs
+/// after the takeover count packets and flows.
+fn assert_report_goes_on(lines: &[Value], after: usize, lossy: Option<[&str; 2]>) {
     let epochs: Vec<u64> = lines.iter().map(|l| l["epoch"].as_u64().unwrap()).collect();
     let want: Vec<u64> = (0..lines.len() as u64).collect();
     assert_eq!(epochs, want, "epochs lost or repeated");
@@ -144,13 +149,21 @@ fn assert_report_goes_on(lines: &[Value], after: usize) {
     };
     assert_eq!(marked("began before"), 1, "{lines:#?}");
     assert!(marked("no controller harvested") <= 1);
+    let blamed = |l: &Value| -> Vec<[String; 2]> {
+        l["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|b| serde_json::from_value(b["link"].clone()).unwrap())
+            .collect()
+    };
+    let lossy: Option<[String; 2]> = lossy.map(|[a, b]| [a.into(), b.into()]);
     for l in lines {
-        assert!(
-            l["blamed"].as_array().unwrap().is_empty(),
-            "epoch {} blamed {}",
-            l["epoch"],
-            l["blamed"]
-        );
+        let wrong: Vec<_> = blamed(l)
+            .into_iter()
+            .filter(|b| Some(b) != lossy.as_ref())
+            .collect();
+        assert!(wrong.is_empty(), "epoch {} blamed {wrong:?}", l["epoch"]);
     }
     let resumed = lines
         .iter()
@@ -168,6 +181,13 @@ fn assert_report_goes_on(lines: &[Value], after: usize) {
     );
     for l in later {
         assert!(l["incomplete"].is_null(), "epoch {}", l["epoch"]);
+        if let Some(link) = &lossy {
+            assert!(
+                blamed(l).contains(link),
+                "epoch {} after the takeover: {link:?} not blamed",
+                l["epoch"]
+            );
+        }
         assert!(
             l["packets_counted"].as_u64().unwrap() > 0 && l["flows_counted"].as_u64().unwrap() > 0,
             "epoch {} counted nothing",
@@ -244,7 +264,7 @@ fn a_sigkilled_controller_restarts_without_wiping_the_switches() {
         at_kill.len(),
         resumed.len()
     );
-    assert_report_goes_on(&report_lines(&report), 4);
+    assert_report_goes_on(&report_lines(&report), 4, None);
 }
 
 #[test]
@@ -254,7 +274,8 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
     }
     let topo = topology();
     let lab = FabricLab::new(load_topology(&topo, None).unwrap());
-    let traffic = lab.traffic(100, 8, 200.0, 12);
+    lab.link_loss(LOSSY[0], LOSSY[1], 10.0);
+    let traffic = lab.traffic(100, 16, 200.0, 12);
     let report = lab.path("epochs.jsonl");
     let report_s = report.display().to_string();
     let mut primary = lab.daemon_named("primary", &run_args(&topo, &report_s, "10"));
@@ -341,7 +362,53 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
     assert!(!out.contains("another controller took over"), "{out}");
     let back_out = lab.output_of("back");
     assert!(!back_out.contains("is gone: taking over"), "{back_out}");
-    assert_report_goes_on(&report_lines(&report), 6);
+    let lines = report_lines(&report);
+    assert_report_goes_on(&lines, 6, Some(LOSSY));
+    // The lossy link is one incident from before the primary's death to the standby's last
+    // epoch: the standby took up the database beside the report and went on with it.
+    let found = |l: &Value| {
+        l["blamed"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|b| b["link"] == serde_json::json!(LOSSY))
+    };
+    let first = lines
+        .iter()
+        .position(found)
+        .expect("the lossy link blamed before the kill");
+    let resumed = lines
+        .iter()
+        .position(|l| {
+            l["incomplete"]
+                .as_str()
+                .is_some_and(|w| w.contains("began before"))
+        })
+        .unwrap();
+    assert!(
+        first < resumed,
+        "blamed first in epoch {first}, after the takeover ({resumed})"
+    );
+    let db = lab.path("epochs.incidents.sqlite");
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
+        .args(["incidents", "--json", "--db"])
+        .arg(&db)
+        .output()
+        .unwrap();
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
+    let of_link: Vec<&Value> = all
+        .iter()
+        .filter(|i| i["subject"]["link"] == serde_json::json!(LOSSY))
+        .collect();
+    assert_eq!(of_link.len(), 1, "one incident of the lossy link: {all:#?}");
+    assert_eq!(of_link[0]["first_epoch"], first as u64, "{all:#?}");
+    assert_eq!(of_link[0]["last_epoch"], lines.len() as u64 - 1, "{all:#?}");
+    assert_eq!(all.len(), 1, "no other incident: {all:#?}");
     // Two epochs of the dead primary's: it died at most one epoch before the flip that ended
     // the epoch the standby found running, which the standby reported a drain later.
     assert!(
