@@ -133,6 +133,19 @@ fn rules_on(lab: &FabricLab) -> BTreeSet<(usize, ReadRule)> {
     .unwrap()
 }
 
+/// The epoch the new controller found running (marked incomplete: it began before it took
+/// over).
+fn resumed_at(lines: &[Value]) -> usize {
+    lines
+        .iter()
+        .position(|l| {
+            l["incomplete"]
+                .as_str()
+                .is_some_and(|w| w.contains("began before"))
+        })
+        .expect("an epoch found running by the new controller")
+}
+
 /// Every epoch once and in order; one epoch marked as found running by the new controller, and
 /// at most one before it that nobody harvested; nothing blamed but `lossy` (nothing at all on a
 /// fabric without faults), and `lossy` in every whole epoch after the takeover; the epochs
@@ -165,14 +178,7 @@ fn assert_report_goes_on(lines: &[Value], after: usize, lossy: Option<[&str; 2]>
             .collect();
         assert!(wrong.is_empty(), "epoch {} blamed {wrong:?}", l["epoch"]);
     }
-    let resumed = lines
-        .iter()
-        .position(|l| {
-            l["incomplete"]
-                .as_str()
-                .is_some_and(|w| w.contains("began before"))
-        })
-        .unwrap();
+    let resumed = resumed_at(lines);
     let later = &lines[resumed + 1..];
     assert!(
         later.len() >= after,
@@ -377,14 +383,7 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
         .iter()
         .position(found)
         .expect("the lossy link blamed before the kill");
-    let resumed = lines
-        .iter()
-        .position(|l| {
-            l["incomplete"]
-                .as_str()
-                .is_some_and(|w| w.contains("began before"))
-        })
-        .unwrap();
+    let resumed = resumed_at(&lines);
     assert!(
         first < resumed,
         "blamed first in epoch {first}, after the takeover ({resumed})"
