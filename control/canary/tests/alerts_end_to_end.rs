@@ -170,7 +170,7 @@ async fn a_lossy_links_alert_arrives_with_its_incident_and_resolves_after_the_al
     );
     assert_eq!(
         firing["annotations"]["page"],
-        format!("http://127.0.0.1:{page}/#link=edge1_0,agg1_1"),
+        format!("http://127.0.0.1:{page}/#incident={incident}"),
         "{firing}"
     );
     assert!(

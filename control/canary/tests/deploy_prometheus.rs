@@ -123,7 +123,7 @@ fn exported() -> BTreeSet<String> {
         .expect("an open incident");
     let line = format!(
         "canary_link_incident{{from=\"{a}\",to=\"{b}\",incident=\"{incident}\",\
-         page=\"http://127.0.0.1:8080/#link={a},{b}\"}} 1",
+         page=\"http://127.0.0.1:8080/#incident={incident}\"}} 1",
         a = held[0],
         b = held[1]
     );

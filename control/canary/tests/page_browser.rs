@@ -275,10 +275,46 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
         segs.contains("edge1_0→agg1_1"),
         "segments over the link: {segs}"
     );
-    // What an alert links to (canary_link_incident's `page`): the page opens on that link.
+    // A link's address opens that link.
     c.goto(&format!("http://127.0.0.1:{page}/#link=agg0_0,core0"))
         .await
         .unwrap();
+    assert_eq!(
+        opened_link(&c, "agg0_0→core0").await,
+        "agg0_0→core0",
+        "the page opened on the address's link"
+    );
+    // What an alert links to (canary_link_incident's `page`): the incident, opened on its link.
+    let incident = c
+        .execute_async(
+            "const done = arguments[arguments.length - 1]; \
+             fetch('/api/incidents').then(r => r.json()).then(all => { \
+               const i = all.find(x => x.subject.kind === 'link' \
+                 && x.subject.link[0] === 'edge1_0' && x.subject.link[1] === 'agg1_1'); \
+               done(i ? i.id : null); });",
+            vec![],
+        )
+        .await
+        .unwrap()
+        .as_u64()
+        .expect("an incident for the blamed link");
+    c.goto(&format!("http://127.0.0.1:{page}/#incident={incident}"))
+        .await
+        .unwrap();
+    assert_eq!(
+        opened_link(&c, "edge1_0→agg1_1").await,
+        "edge1_0→agg1_1",
+        "the page opened on the alert's incident"
+    );
+    if let Ok(path) = std::env::var("CANARY_PAGE_SCREENSHOT") {
+        std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
+        eprintln!("screenshot: {path}");
+    }
+    c.close().await.unwrap();
+}
+
+/// The link the page's panel shows, once it is `expected` or after 10 s.
+async fn opened_link(c: &fantoccini::Client, expected: &str) -> String {
     let mut opened = String::new();
     for _ in 0..100 {
         opened = c
@@ -292,18 +328,10 @@ async fn the_page_shows_the_fault_on_its_link_live_and_its_history_on_click() {
             .as_str()
             .unwrap_or_default()
             .to_string();
-        if !opened.is_empty() {
+        if opened == expected {
             break;
         }
         tokio::time::sleep(std::time::Duration::from_millis(100)).await;
     }
-    assert_eq!(
-        opened, "agg0_0→core0",
-        "the page opened on the alert's link"
-    );
-    if let Ok(path) = std::env::var("CANARY_PAGE_SCREENSHOT") {
-        std::fs::write(&path, c.screenshot().await.unwrap()).unwrap();
-        eprintln!("screenshot: {path}");
-    }
-    c.close().await.unwrap();
+    opened
 }

@@ -13,8 +13,8 @@ pub struct IncidentLabel {
     pub from: String,
     pub to: String,
     pub incident: String,
-    /// The link on the live page (`http://ADDR/#link=FROM,TO`), empty when no page is served
-    /// (an empty label is no label to Prometheus).
+    /// The incident on the live page (`http://ADDR/#incident=ID`, which opens its link), empty
+    /// when no page is served (an empty label is no label to Prometheus).
     pub page: String,
 }
 
@@ -49,7 +49,7 @@ impl IncidentGauges {
             let page = self
                 .page
                 .get()
-                .map_or(String::new(), |p| format!("{p}#link={from},{to}"));
+                .map_or(String::new(), |p| format!("{p}#incident={}", i.id));
             self.link
                 .get_or_create(&IncidentLabel {
                     from: from.clone(),

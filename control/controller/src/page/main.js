@@ -10,8 +10,8 @@ function render() {
   showTime();
 }
 
-// `#link=FROM,TO` (what an alert links to) opens that link's history; `#incident=ID` its
-// incident.
+// `#incident=ID` (what an alert links to) opens that incident's link or switch; `#link=FROM,TO`
+// that link's history.
 function fromHash() {
   const h = decodeURIComponent(location.hash);
   const m = /^#link=([^,]+),(.+)$/.exec(h);
