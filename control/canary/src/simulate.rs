@@ -88,7 +88,9 @@ pub struct SimulateArgs {
 }
 
 pub fn command(a: SimulateArgs) -> Result<()> {
-    if let Some(e) = Names::flags().error(&a.pipeline.check()) {
+    let mut problems = a.pipeline.check();
+    problems.extend(a.cluster.check());
+    if let Some(e) = Names::flags().error(&problems) {
         return Err(e.into());
     }
     if a.print_config {

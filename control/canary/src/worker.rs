@@ -9,8 +9,9 @@ use std::path::PathBuf;
 
 #[derive(Args)]
 pub struct WorkerArgs {
-    /// The cluster's NATS server (with JetStream), e.g. nats://127.0.0.1:4222.
-    #[arg(long)]
+    /// The cluster's NATS servers (with JetStream): one URL, e.g. nats://127.0.0.1:4222, or
+    /// several, comma separated (the worker reconnects to another when its server dies).
+    #[arg(long, value_name = "URL[,URL...]")]
     cluster: String,
     /// The run to work for (the controller's `--run`).
     #[arg(long, default_value = "canary")]

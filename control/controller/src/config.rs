@@ -189,9 +189,10 @@ impl Pipeline {
 #[derive(clap::Args, Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(default, deny_unknown_fields)]
 pub struct Cluster {
-    /// Run decoding, joins and localization on `canary worker`s through this NATS server
-    /// (with JetStream), e.g. nats://127.0.0.1:4222. Without it, everything runs here.
-    #[arg(long = "cluster", id = "url", value_name = "URL")]
+    /// Run decoding, joins and localization on `canary worker`s through these NATS servers
+    /// (with JetStream): one URL, e.g. nats://127.0.0.1:4222, or a cluster's, comma separated.
+    /// Without it, everything runs here.
+    #[arg(long = "cluster", id = "url", value_name = "URL[,URL...]")]
     pub url: Option<String>,
     /// The run's name on the cluster (its stream and subjects); its workers give the same.
     #[arg(long, default_value_t = Cluster::default().run, requires = "url")]
@@ -201,6 +202,10 @@ pub struct Cluster {
     #[arg(long, default_value = "3,2,2", value_parser = serde_str::partitions, requires = "url")]
     #[serde(with = "serde_str::parts")]
     pub partitions: Parts,
+    /// NATS servers keeping a copy of the run's stream and its consumers, 1 to 5: 3 on a
+    /// cluster of three servers goes on through the death of any one of them.
+    #[arg(long, default_value_t = 1, requires = "url")]
+    pub stream_replicas: usize,
 }
 
 impl Default for Cluster {
@@ -213,6 +218,7 @@ impl Default for Cluster {
                 join: 2,
                 localize: 2,
             },
+            stream_replicas: 1,
         }
     }
 }
@@ -221,7 +227,10 @@ impl Cluster {
     pub fn config(&self) -> crate::Result<Option<(ClusterConfig, Parts)>> {
         match &self.url {
             None => Ok(None),
-            Some(url) => Ok(Some((ClusterConfig::new(url, &self.run)?, self.partitions))),
+            Some(url) => Ok(Some((
+                ClusterConfig::new(url, &self.run)?.with_replicas(self.stream_replicas),
+                self.partitions,
+            ))),
         }
     }
 }

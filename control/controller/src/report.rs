@@ -123,8 +123,10 @@ pub struct ClusterReport {
     /// Bytes the controller published and took this epoch.
     pub bytes_out: u64,
     pub bytes_in: u64,
-    /// Stages whose input JetStream had to hand out again because a worker was lost: the epoch
-    /// was late because of it (by up to the ack wait and the worker's restart), not wrong.
+    /// What made the epoch late, not wrong: stages whose input JetStream handed out again (a
+    /// worker was lost: up to the ack wait and its restart), and pulls taken up again or
+    /// messages published again by a worker or the controller (a NATS server was lost, or its
+    /// servers were electing a leader).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub redelivered: Vec<String>,
 }

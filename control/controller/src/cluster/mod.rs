@@ -23,14 +23,21 @@
 //! killed at any point is handed the same input again when it (or its replacement) comes back,
 //! and the epoch goes on where it stopped. Nothing here partitions, routes or redelivers by
 //! itself: subjects, durable consumers, acks and de-duplication are JetStream's.
+//!
+//! On a cluster of NATS servers the stream (and with it every consumer) is kept by
+//! `stream_replicas` of them, and every client is given all their URLs: when a server dies, its
+//! clients reconnect to another, and a publish, a pull or an API call that its death (or the
+//! election of a new leader) left unanswered is tried again ([`nats`]). An epoch is then late,
+//! and its report says why (`cluster.redelivered`).
 
 mod coordinator;
+mod nats;
 pub mod wire;
 pub mod worker;
 
 pub use coordinator::ClusterStages;
 
-use async_nats::jetstream::{self, stream};
+use async_nats::jetstream::stream;
 use std::time::Duration;
 
 #[derive(Debug, thiserror::Error)]
@@ -60,17 +67,22 @@ pub(crate) fn js_err(e: impl std::fmt::Display) -> ClusterError {
 /// Where the cluster is and which run this is.
 #[derive(Clone, Debug)]
 pub struct ClusterConfig {
-    /// NATS server URL, e.g. `nats://127.0.0.1:4222`.
-    pub url: String,
+    /// The NATS servers' URLs, e.g. `nats://127.0.0.1:4222`: a client connects to any of them
+    /// (and to the others they announce) and, when its server dies, to another.
+    pub servers: Vec<String>,
     /// The run's name: its stream and subjects (letters, digits, `-` and `_`).
     pub run: String,
     /// How long a worker may hold an input before JetStream hands it to another (or to itself
     /// restarted).
     pub ack_wait: Duration,
+    /// Servers that keep a copy of the run's stream and its consumers: 1 on one server, 3 on a
+    /// cluster of three, which goes on through the death of any one of them.
+    pub stream_replicas: usize,
 }
 
 impl ClusterConfig {
-    pub fn new(url: &str, run: &str) -> Result<Self> {
+    /// `servers`: one URL or several, comma separated.
+    pub fn new(servers: &str, run: &str) -> Result<Self> {
         if run.is_empty()
             || !run
                 .chars()
@@ -80,11 +92,26 @@ impl ClusterConfig {
                 "--run {run:?}: a run's name is letters, digits, `-` and `_`"
             )));
         }
+        let list: Vec<String> = servers.split(',').map(|u| u.trim().to_string()).collect();
+        if list.iter().any(|u| u.is_empty()) {
+            return Err(ClusterError::Setup(format!(
+                "--cluster {servers:?}: one NATS server URL or several, comma separated"
+            )));
+        }
         Ok(ClusterConfig {
-            url: url.to_string(),
+            servers: list,
             run: run.to_string(),
             ack_wait: Duration::from_secs(3),
+            stream_replicas: 1,
         })
+    }
+
+    /// With the run's stream kept by `n` servers.
+    pub fn with_replicas(self, n: usize) -> Self {
+        ClusterConfig {
+            stream_replicas: n,
+            ..self
+        }
     }
 
     pub fn stream(&self) -> String {
@@ -115,12 +142,13 @@ impl ClusterConfig {
         self.subject("reports")
     }
 
-    /// The stream's settings: every subject of the run, kept on disk, repeats within two
-    /// minutes dropped by message ID.
+    /// The stream's settings: every subject of the run, kept on disk by `stream_replicas`
+    /// servers, repeats within two minutes dropped by message ID.
     fn stream_config(&self) -> stream::Config {
         stream::Config {
             name: self.stream(),
             subjects: vec![self.subject(">")],
+            num_replicas: self.stream_replicas,
             storage: stream::StorageType::File,
             retention: stream::RetentionPolicy::Limits,
             duplicate_window: Duration::from_secs(120),
@@ -130,37 +158,26 @@ impl ClusterConfig {
     }
 }
 
-/// A JetStream context on the server at `url`, trying for `patience` while it starts.
-pub(crate) async fn connect(url: &str, patience: Duration) -> Result<jetstream::Context> {
-    let started = std::time::Instant::now();
-    loop {
-        match async_nats::connect(url).await {
-            Ok(client) => return Ok(jetstream::new(client)),
-            Err(e) if started.elapsed() >= patience => {
-                return Err(ClusterError::Connect {
-                    url: url.to_string(),
-                    error: e.to_string(),
-                })
-            }
-            Err(_) => tokio::time::sleep(Duration::from_millis(200)).await,
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_cluster_is_one_url_or_several_comma_separated() {
+        let one = ClusterConfig::new("nats://a:4222", "r").unwrap();
+        assert_eq!(one.servers, ["nats://a:4222"]);
+        assert_eq!(one.stream_replicas, 1);
+        let three = ClusterConfig::new("nats://a:4222, nats://b:4222,nats://c:4222", "r")
+            .unwrap()
+            .with_replicas(3);
+        assert_eq!(
+            three.servers,
+            ["nats://a:4222", "nats://b:4222", "nats://c:4222"]
+        );
+        assert_eq!(three.stream_config().num_replicas, 3);
+        for bad in ["", "nats://a:4222,", "nats://a:4222,,nats://b:4222"] {
+            let e = ClusterConfig::new(bad, "r").unwrap_err().to_string();
+            assert!(e.contains("--cluster"), "{bad:?}: {e}");
         }
     }
-}
-
-/// Publishes `payload` on `subject` with message ID `id` and waits for the server to store it
-/// (a repeat of the ID within the duplicate window is stored once).
-pub(crate) async fn publish(
-    js: &jetstream::Context,
-    subject: String,
-    id: String,
-    payload: Vec<u8>,
-) -> Result<()> {
-    let mut headers = async_nats::HeaderMap::new();
-    headers.insert(async_nats::header::NATS_MESSAGE_ID, id.as_str());
-    js.publish_with_headers(subject, headers, payload.into())
-        .await
-        .map_err(js_err)?
-        .await
-        .map_err(js_err)?;
-    Ok(())
 }

@@ -181,6 +181,10 @@ pub struct Records {
     pub part: u32,
     /// Times the harvest worker was handed its input (more than 1: a worker was lost).
     pub delivered: u64,
+    /// Times the worker took its inputs' pull up again, connected to another server or
+    /// published again before this was stored (a server died, or its servers were electing a
+    /// leader).
+    pub retries: u32,
     pub records: Vec<SwitchRecords>,
 }
 
@@ -191,6 +195,8 @@ pub struct Joined {
     pub part: u32,
     /// The most times any input of this result was delivered, harvest and join alike.
     pub delivered: u64,
+    /// The most [`Records::retries`] of its inputs, or the join worker's own.
+    pub retries: u32,
     /// Entries grouped by upstream switch, in the order the join made them.
     pub entries: Vec<(SwitchIx, Vec<MmEntry>)>,
     pub segments: BTreeMap<SegmentId, SegmentCount>,
@@ -265,5 +271,7 @@ pub struct Verdicts {
     pub epoch: u64,
     pub part: u32,
     pub delivered: u64,
+    /// As [`Records::retries`].
+    pub retries: u32,
     pub subs: Vec<SubVerdict>,
 }

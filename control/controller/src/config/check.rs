@@ -2,7 +2,7 @@
 //! A problem names its setting as the operator gave it: the flag (`--alpha 0`), or the file,
 //! the key and its line (`canary.yaml: pipeline.alpha (line 9)`).
 
-use super::{Decision, Pipeline, RunConfig};
+use super::{Cluster, Decision, Pipeline, RunConfig};
 use crate::daemon::Target;
 use crate::error::Error;
 use std::collections::HashSet;
@@ -204,10 +204,27 @@ impl Pipeline {
     }
 }
 
+impl Cluster {
+    /// Every value out of range.
+    pub fn check(&self) -> Vec<Invalid> {
+        let mut out = Vec::new();
+        if !(1..=5).contains(&self.stream_replicas) {
+            out.push(Invalid {
+                section: Some("cluster"),
+                key: "stream_replicas",
+                value: self.stream_replicas.to_string(),
+                why: "JetStream keeps 1 to 5 copies of a stream (one per server)".into(),
+            });
+        }
+        out
+    }
+}
+
 impl RunConfig {
     /// Every value out of range, every required setting missing and every conflict.
     pub fn check(&self) -> Vec<Invalid> {
         let mut out = self.pipeline.check();
+        out.extend(self.cluster.check());
         let required = "required: give the flag, or the key in the --config file";
         if self.topology.is_none() {
             out.push(Invalid::run("topology", "", required));
@@ -310,6 +327,19 @@ mod tests {
             .contains("99999"));
         assert!(listen_address("not an address").is_err());
         assert!(listen_address(":80").is_err());
+    }
+
+    #[test]
+    fn a_stream_is_kept_by_one_to_five_servers() {
+        assert_eq!(Cluster::default().check(), vec![]);
+        for (n, ok) in [(0, false), (1, true), (3, true), (5, true), (6, false)] {
+            let c = Cluster {
+                stream_replicas: n,
+                ..Default::default()
+            };
+            let keys: Vec<&str> = c.check().iter().map(|p| p.key).collect();
+            assert_eq!(keys.is_empty(), ok, "{n}: {keys:?}");
+        }
     }
 
     #[test]
