@@ -100,21 +100,7 @@ pub fn command(a: SimulateArgs) -> Result<()> {
     if a.synth_meters {
         return crate::scale::command(a);
     }
-    let opts = SimulateOptions {
-        topology: a.topology,
-        faults: a.faults,
-        epochs: a.epochs,
-        seed: a.seed,
-        pipeline: a.pipeline.clone(),
-        quantile_groups: a.quantile_groups,
-        noise: a.noise,
-        epoch: Duration::from_millis(a.epoch_ms),
-        elephants_per_host: a.elephants_per_host,
-        mice_per_host: a.mice_per_host,
-        ipv6_share: a.ipv6,
-        pathbf: PathBfParams::default(),
-        cluster: a.cluster.config()?,
-    };
+    let opts = options(&a)?;
     let bar = crate::progress::spinner();
     crate::progress::epochs(&bar, u64::from(opts.epochs));
     let quiet = a.quiet;
@@ -187,6 +173,25 @@ pub fn command(a: SimulateArgs) -> Result<()> {
         s.until_shutdown();
     }
     Ok(())
+}
+
+/// What the simulator is asked to run.
+fn options(a: &SimulateArgs) -> Result<SimulateOptions> {
+    Ok(SimulateOptions {
+        topology: a.topology.clone(),
+        faults: a.faults.clone(),
+        epochs: a.epochs,
+        seed: a.seed,
+        pipeline: a.pipeline.clone(),
+        quantile_groups: a.quantile_groups,
+        noise: a.noise,
+        epoch: Duration::from_millis(a.epoch_ms),
+        elephants_per_host: a.elephants_per_host,
+        mice_per_host: a.mice_per_host,
+        ipv6_share: a.ipv6,
+        pathbf: PathBfParams::default(),
+        cluster: a.cluster.config()?,
+    })
 }
 
 /// The run's incidents database: `--incidents`, else beside `--json`; made anew.

@@ -181,16 +181,11 @@ async fn a_lossy_links_alert_arrives_with_its_incident_and_resolves_after_the_al
     );
     // The incident is the one Canary keeps for that link.
     let db = dir.path().join("report.incidents.sqlite");
-    let out = Command::new(env!("CARGO_BIN_EXE_canary"))
-        .arg("incidents")
-        .arg(&db)
-        .arg("--json")
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = canary_testkit::succeeded(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .arg("incidents")
+            .arg(&db)
+            .arg("--json"),
     );
     let kept: Value = serde_json::from_slice(&out.stdout).unwrap();
     let of_link = kept

@@ -61,27 +61,15 @@ async fn the_k48_overview_shows_the_faulty_pods_and_drills_down_to_a_link() {
     let dir = tempfile::tempdir().unwrap();
     let (faults, run) = (dir.path().join("faults.yaml"), dir.path().join("run.json"));
     std::fs::write(&faults, FAULTS).unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_canary"))
-        .args(["simulate", "--synth-meters", "--topology", "fattree:48"])
-        .args([
-            "--epochs",
-            "10",
-            "--seed",
-            "1",
-            "--watch-plan",
-            "adaptive",
-            "--quiet",
-        ])
-        .arg("--faults")
-        .arg(&faults)
-        .arg("--json")
-        .arg(&run)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    canary_testkit::succeeded(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args(["simulate", "--synth-meters", "--topology", "fattree:48"])
+            .args(["--epochs", "10", "--seed", "1", "--watch-plan", "adaptive"])
+            .arg("--quiet")
+            .arg("--faults")
+            .arg(&faults)
+            .arg("--json")
+            .arg(&run),
     );
     let (page, driver) = (free_port(), free_port());
     let _view = spawn_grouped(

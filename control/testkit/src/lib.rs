@@ -177,6 +177,17 @@ pub fn line_diff(want: &str, got: &str) -> String {
     out
 }
 
+/// Runs `cmd` to its end and requires that it succeeded (its stderr in the failure); its output.
+pub fn succeeded(cmd: &mut Command) -> std::process::Output {
+    let out = cmd.output().unwrap_or_else(|e| panic!("{cmd:?}: {e}"));
+    assert!(
+        out.status.success(),
+        "{cmd:?} failed:\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    out
+}
+
 /// A port on 127.0.0.1 nobody listens on now.
 pub fn free_port() -> u16 {
     std::net::TcpListener::bind("127.0.0.1:0")

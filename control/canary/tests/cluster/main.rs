@@ -146,16 +146,11 @@ fn stage_workers(dir: &Path, url: &str) -> (Vec<Proc>, Vec<Proc>) {
 /// The single process's run of [`RUN`], its run document.
 fn single_run(dir: &Path) -> Value {
     let single = dir.join("single.json");
-    let out = Command::new(env!("CARGO_BIN_EXE_canary"))
-        .args(RUN)
-        .arg("--json")
-        .arg(&single)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    canary_testkit::succeeded(
+        Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args(RUN)
+            .arg("--json")
+            .arg(&single),
     );
     serde_json::from_slice(&std::fs::read(&single).unwrap()).unwrap()
 }

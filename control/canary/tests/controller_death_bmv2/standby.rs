@@ -118,15 +118,10 @@ fn a_standby_takes_over_within_two_epochs_and_the_old_primary_does_not_fight() {
         "blamed first in epoch {first}, after the takeover ({resumed})"
     );
     let db = lab.path("epochs.incidents.sqlite");
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
-        .args(["incidents", "--json", "--db"])
-        .arg(&db)
-        .output()
-        .unwrap();
-    assert!(
-        out.status.success(),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
+    let out = canary_testkit::succeeded(
+        std::process::Command::new(env!("CARGO_BIN_EXE_canary"))
+            .args(["incidents", "--json", "--db"])
+            .arg(&db),
     );
     let all: Vec<Value> = serde_json::from_slice(&out.stdout).unwrap();
     let of_link: Vec<&Value> = all
