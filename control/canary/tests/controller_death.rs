@@ -3,7 +3,8 @@
 //!
 //! A controller process is killed after a seeded number of switch calls, which lands anywhere
 //! in an epoch: before or during the flip, during the harvest, between two writes of a rule
-//! batch. Then a new process (restarted, or a standby already waiting) takes over, and:
+//! batch. Then a new process takes over: restarted, or a standby that was asking the switches'
+//! arbitration who is primary all along and sees the switches freed. Then:
 //! * it writes nothing to the switches when it connects: meters, rules and monitored flows are
 //!   the ones the dead process left;
 //! * it monitors exactly the flows the switches hold rules for;
@@ -17,9 +18,9 @@ mod chaos_lab;
 
 use canary_controller::report::EpochReport;
 use canary_controller::report_file::ReportFile;
-use canary_core::fabric::{Fabric, RuleOp};
+use canary_core::fabric::RuleOp;
 use canary_core::pathbf::Decoded;
-use chaos_lab::{only_the_lossy_link_blamed, Rig, EPOCH};
+use chaos_lab::{only_the_lossy_link_blamed, Rig, EPOCH, PROBE_EVERY};
 use rand::{Rng, SeedableRng};
 use std::collections::HashSet;
 
@@ -51,19 +52,20 @@ fn monitored_by_rules(rig: &Rig, rules: &[Vec<RuleOp>]) -> usize {
 
 /// Seeded kill points, counted in switch calls after the warm-up: one in each stretch of an
 /// epoch on the k=4 fat-tree (12 monitors): during the flip (calls 1–12), during the harvest
-/// (reads and HashPipe clears, 13–36), among the rule writes (a few hundred per epoch, each
-/// write of a batch a call), and an epoch or two later.
+/// (reads and HashPipe clears, 13–36), among the rule writes (about 850 per epoch with the
+/// sentinels, each write of a batch a call), and an epoch or two later (an epoch is about 880
+/// calls).
 fn kill_points(seed: u64) -> Vec<u64> {
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
-    [(1, 12), (13, 36), (37, 200), (201, 600), (601, 1500)]
+    [(1, 12), (13, 36), (37, 300), (301, 850), (900, 2600)]
         .into_iter()
         .map(|(a, b)| rng.random_range(a..=b))
         .collect()
 }
 
-/// Kills the running controller after `calls` switch calls and lets `next` take over; checks
-/// what the new process found and returns the first report it wrote.
-fn kill_and_take_over(
+/// The running controller is dead (killed after `calls` switch calls); `next` takes over:
+/// checks what the new process found and returns the reports it wrote for the missed epochs.
+fn take_over(
     rig: &mut Rig,
     calls: u64,
     next: (
@@ -71,9 +73,7 @@ fn kill_and_take_over(
         canary_controller::controller::Controller,
     ),
     last_reported: impl FnOnce(&Rig) -> Option<u64>,
-) -> (Vec<EpochReport>, f64) {
-    rig.run_until_killed(calls);
-    let killed_at = rig.plane.lock().unwrap().now().as_secs_f64();
+) -> Vec<EpochReport> {
     let at_kill = rig.rules_on_switches();
     let last = last_reported(rig);
     (rig.fabric, rig.ctl) = next;
@@ -98,7 +98,7 @@ fn kill_and_take_over(
         monitored,
         "the new controller does not monitor the flows the switches hold (kill after {calls})"
     );
-    (missed, killed_at)
+    missed
 }
 
 /// Every epoch once and in order; the taken-over epoch marked and nothing blamed from it, the
@@ -154,7 +154,8 @@ fn a_controller_killed_anywhere_in_an_epoch_restarts_without_wiping_the_switches
         rig.epochs(4);
         let next = rig.another_process();
         let occupied_before = rig.occupied;
-        let (missed, _) = kill_and_take_over(&mut rig, calls, next, |rig| {
+        rig.run_until_killed(calls);
+        let missed = take_over(&mut rig, calls, next, |rig| {
             rig.reports.last().map(|r| r.epoch)
         });
         if std::env::var_os("CHAOS_PRINT").is_some() {
@@ -183,20 +184,39 @@ fn a_controller_killed_anywhere_in_an_epoch_restarts_without_wiping_the_switches
 }
 
 #[test]
-fn a_standby_takes_over_within_two_epochs_and_the_report_file_goes_on() {
+fn a_standby_sees_the_primary_die_takes_over_within_two_epochs_and_the_report_file_goes_on() {
     for (i, calls) in kill_points(30).into_iter().enumerate() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("report.jsonl");
         let mut rig = Rig::new(30 + i as u64);
-        // The standby process is up before the primary dies: its own drivers, not connected.
-        let standby = rig.another_process();
         let mut primary_file = ReportFile::open(&path).unwrap();
         rig.epochs(4);
         let written = rig.reports.len();
         for r in &rig.reports {
             primary_file.append(r).unwrap();
         }
-        let (missed, killed_at) = kill_and_take_over(&mut rig, calls, standby, |rig| {
+        // The standby process is up before the primary dies, asking the first switch who is
+        // primary; it takes over when the switches' arbitration says nobody is.
+        let probe = rig.standby_probe();
+        let seen = rig.run_until_killed_beside(calls, &probe);
+        assert_eq!(
+            seen.generation, 2,
+            "the standby takes over in the generation after the primary's"
+        );
+        let handover = seen.decided_at - seen.killed_at;
+        assert!(
+            handover <= 2 * PROBE_EVERY,
+            "kill after {calls}: the standby decided {handover:?} after the death: it must see \
+             the switch free twice, {PROBE_EVERY:?} apart"
+        );
+        if std::env::var_os("CHAOS_PRINT").is_some() {
+            eprintln!(
+                "kill after {calls}: {} epochs beside the standby, handover decided in {handover:?}",
+                seen.finished
+            );
+        }
+        let standby = rig.another_process_in(seen.generation);
+        let missed = take_over(&mut rig, calls, standby, |rig| {
             // The epochs the primary finished before it died, it wrote as it went.
             for r in &rig.reports[written..] {
                 primary_file.append(r).unwrap();
@@ -227,6 +247,7 @@ fn a_standby_takes_over_within_two_epochs_and_the_report_file_goes_on() {
                     .is_some_and(|w| w.contains("began before"))
             })
             .unwrap();
+        let killed_at = seen.killed_at.as_secs_f64();
         let limit = killed_at + 2.0 * EPOCH.as_secs_f64() + rig.drain.as_secs_f64();
         assert!(
             first.at_s <= limit,

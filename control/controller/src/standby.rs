@@ -16,8 +16,9 @@
 //! The switches carry the state a new primary needs (pipeline, rules, epoch tags): it adopts
 //! them as a restarted controller does (`canary_switch::fabric`, `Controller::start_after`).
 
-use canary_switch::drivers::bmv2::Bmv2Driver;
-use std::time::{Duration, Instant};
+use canary_switch::driver::{Arbitrated, SwitchDriver};
+use canary_switch::fabric::Clock;
+use std::time::Duration;
 
 /// The election id that asks who is primary without taking anything: the lowest there is.
 pub const PROBE_ELECTION_ID: u128 = 1;
@@ -32,16 +33,17 @@ pub fn generation(election_id: u128) -> u64 {
     (election_id >> 64) as u64
 }
 
-/// Waits until no controller is primary on the fabric (asked of `probe`'s switch), and returns
-/// the generation to take over in. A switch that does not answer yet is waited for up to
-/// `patience`; after that the caller's connect reports it.
+/// Waits until no controller is primary on the fabric (asked of `probe`'s switch every `every`
+/// of `clock`'s time), and returns the generation to take over in. A switch that does not
+/// answer yet is waited for up to `patience`; after that the caller's connect reports it.
 pub async fn wait_until_no_primary(
-    probe: &Bmv2Driver,
+    probe: &(impl Arbitrated + SwitchDriver),
+    clock: &mut impl Clock,
     every: Duration,
     patience: Duration,
     quiet: bool,
 ) -> u64 {
-    let deadline = Instant::now() + patience;
+    let deadline = clock.now() + patience;
     tracing::info!(
         switch = probe_name(probe),
         "waiting for switch (asking who is primary)"
@@ -78,7 +80,7 @@ pub async fn wait_until_no_primary(
                     }
                 }
             }
-            Err(e) if !standing_by && Instant::now() >= deadline => {
+            Err(e) if !standing_by && clock.now() >= deadline => {
                 tracing::warn!("cannot ask {} who is primary: {e}", probe_name(probe));
                 return seen + 1;
             }
@@ -87,12 +89,11 @@ pub async fn wait_until_no_primary(
                 tracing::debug!("asking who is primary: {e}")
             }
         }
-        tokio::time::sleep(every).await;
+        clock.wait(every).await;
     }
 }
 
-fn probe_name(d: &Bmv2Driver) -> &str {
-    use canary_switch::driver::SwitchDriver;
+fn probe_name(d: &impl SwitchDriver) -> &str {
     d.name()
 }
 

@@ -116,3 +116,11 @@ pub trait SwitchDriver {
         )))
     }
 }
+
+/// A switch with P4Runtime-style arbitration, which a standby can ask who is primary.
+#[allow(async_fn_in_trait)]
+pub trait Arbitrated {
+    /// The live primary's election id, asked without taking the switch from anyone (the
+    /// standby's probe); `None`: no controller is primary.
+    async fn probe_primary(&self) -> Result<Option<u128>, DriverError>;
+}

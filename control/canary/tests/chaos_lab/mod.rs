@@ -5,12 +5,15 @@
 
 mod checked;
 mod lossy;
+mod standing_by;
 pub use checked::Checked;
 pub use lossy::{blames_the_lossy_link, only_the_lossy_link_blamed, LOSSY, LOSSY_RATE};
+pub use standing_by::PROBE_EVERY;
 
 use canary_controller::controller::{Controller, ControllerConfig};
 use canary_controller::report::EpochReport;
 use canary_controller::setup::{load_topology, prepare, Prepared};
+use canary_controller::standby;
 use canary_core::fabric::RuleOp;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::{PortMap, SwitchIx, Topology};
@@ -119,6 +122,7 @@ impl Rig {
                     program.clone(),
                     ChaosOptions::default(),
                 )
+                .with_election_id(standby::election_id(1, 1))
             })
             .collect();
         let fabric = fabric_over(&prep, &ports, &plane, drivers);
@@ -221,10 +225,20 @@ impl Rig {
     }
 
     /// The drivers, fabric and controller of a new controller process over the same switches
-    /// (a restart, or a standby), not connected yet.
+    /// (a restart), not connected yet.
     pub fn another_process(&self) -> (ChaosFabric, Controller) {
+        self.another_process_in(1)
+    }
+
+    /// The same, for a controller taking over in `generation` (a standby).
+    pub fn another_process_in(&self, generation: u64) -> (ChaosFabric, Controller) {
         let drivers = (0..self.topo.switches.len())
-            .map(|s| self.fabric.driver(s as SwitchIx).another_controller())
+            .map(|s| {
+                self.fabric
+                    .driver(s as SwitchIx)
+                    .another_controller()
+                    .with_election_id(standby::election_id(generation, 2))
+            })
             .collect();
         (
             fabric_over(&self.prep, &self.ports, &self.plane, drivers),

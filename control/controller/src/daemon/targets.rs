@@ -12,6 +12,7 @@ use canary_switch::contract::Program;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Program};
 use canary_switch::drivers::tofino::{self, TofinoDriver};
+use canary_switch::fabric::WallClock;
 use canary_switch::switches::BoundSwitch;
 use std::future::Future;
 use std::pin::Pin;
@@ -115,8 +116,15 @@ impl Drivers for Bmv2Drivers<'_> {
         shutdown: &mut Pin<&mut impl Future<Output = ()>>,
     ) -> Result<Option<Term<Bmv2Driver>>> {
         let opts = self.opts;
+        let mut clock = WallClock::default();
         let generation = tokio::select! {
-            g = standby::wait_until_no_primary(&self.probe, self.every, opts.connect_patience, opts.quiet) => g,
+            g = standby::wait_until_no_primary(
+                &self.probe,
+                &mut clock,
+                self.every,
+                opts.connect_patience,
+                opts.quiet,
+            ) => g,
             _ = shutdown.as_mut() => return Ok(None),
         };
         let election_id = standby::election_id(generation, opts.bmv2.election_id);

@@ -11,7 +11,7 @@ pub use registers::meter_cells;
 use super::p4runtime;
 use crate::bmv2_thrift::ThriftClient;
 use crate::contract::Program;
-use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
+use crate::driver::{Arbitrated, Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::meters::{Cell, MeterCells};
 use crate::p4info::P4InfoFile;
@@ -183,10 +183,16 @@ impl Bmv2Driver {
             .map_err(from_p4rt)
     }
 
-    /// Who is primary on this switch, asked without taking it from anyone: arbitration with
-    /// this driver's election id, which should be the lowest there is (the standby's probe).
-    /// `None`: no controller is primary. The probe's stream ends when it returns.
-    pub async fn probe_primary(&self) -> Result<Option<u128>, DriverError> {
+    /// Writes `writes` straight to this switch (tests that program one switch by hand).
+    pub async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
+        self.write(writes).await
+    }
+}
+
+impl Arbitrated for Bmv2Driver {
+    /// Arbitration with this driver's election id, which should be the lowest there is (the
+    /// standby's probe). The probe's stream ends when it returns.
+    async fn probe_primary(&self) -> Result<Option<u128>, DriverError> {
         let c = P4RtClient::connect(self.p4rt_config())
             .await
             .map_err(from_p4rt)?;
@@ -195,11 +201,6 @@ impl Bmv2Driver {
         } else {
             Some(c.primary_id.unwrap_or(0))
         })
-    }
-
-    /// Writes `writes` straight to this switch (tests that program one switch by hand).
-    pub async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
-        self.write(writes).await
     }
 }
 

@@ -11,11 +11,17 @@
 //! * [`Fault::DigestFlood`]: far more HH digests than the digest queue holds.
 //! * [`Fault::RefuseWrites`]: rule writes are refused.
 //! * [`Fault::OtherPipeline`]: the switch comes back running another program.
+//! * [`Fault::CutOff`]: one controller's connection to the switch is cut (a partition).
+//!
+//! Several controllers' drivers may share a switch ([`ChaosDriver::another_controller`]); the
+//! switch arbitrates between them by election id as P4Runtime does (`arbitration`), and a
+//! standby asks it who is primary ([`Arbitrated`]).
 //!
 //! Faults are injected by a test ([`ChaosDriver::inject`]) or drawn from a seeded plan
 //! ([`ChaosPlan`]). Tables, registers and answers are [`crate::model_target`]'s: what the
 //! program does. The data plane's time is the fabric's ([`PlaneClock`]): it passes, and traffic
 //! flows, while the controller waits.
+mod arbitration;
 mod faults;
 mod lifeline;
 
@@ -23,7 +29,7 @@ pub use faults::{ChaosPlan, Fault};
 pub use lifeline::Lifeline;
 
 use crate::contract::Program;
-use crate::driver::{Attach, Digests, DriverError, Installed, SwitchDriver};
+use crate::driver::{Arbitrated, Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
 use crate::fabric::Clock;
 use crate::meters::{Cell, MeterCells};
@@ -84,6 +90,7 @@ struct SwitchSide {
     pipeline: Pipeline,
     /// Fabric time the switch is back after a restart.
     down_until: Option<Duration>,
+    arbitration: arbitration::Arbitration,
 }
 
 /// One switch of the plane as a driver sees it.
@@ -96,6 +103,11 @@ pub struct ChaosDriver {
     switch: Arc<Mutex<SwitchSide>>,
     lifeline: Option<Lifeline>,
     connected: bool,
+    election_id: u128,
+    /// This driver's stream to the switch, while connected.
+    stream: Option<arbitration::Stream>,
+    /// Fabric time this driver's connection is cut until ([`Fault::CutOff`]).
+    cut_until: Option<Duration>,
     refuse_connects: u32,
     slow: Option<(Duration, u32)>,
     torn: bool,
@@ -124,9 +136,13 @@ impl ChaosDriver {
                 tables: ModelTables::default(),
                 pipeline: Pipeline::None,
                 down_until: None,
+                arbitration: Default::default(),
             })),
             lifeline: None,
             connected: false,
+            election_id: 2,
+            stream: None,
+            cut_until: None,
             refuse_connects: 0,
             slow: None,
             torn: false,
@@ -152,8 +168,17 @@ impl ChaosDriver {
         }
     }
 
+    /// Arbitrates with `election_id` (2 unless set: above a standby's probe, 1).
+    pub fn with_election_id(mut self, election_id: u128) -> Self {
+        self.election_id = election_id;
+        self
+    }
+
     /// This driver's controller dies when `lifeline` runs out.
     pub fn set_lifeline(&mut self, lifeline: Lifeline) {
+        if let Some(s) = &self.stream {
+            *s.lock().unwrap_or_else(|e| e.into_inner()) = Some(lifeline.clone());
+        }
         self.lifeline = Some(lifeline);
     }
 
@@ -175,15 +200,53 @@ impl ChaosDriver {
         self.switch.lock().unwrap_or_else(|e| e.into_inner())
     }
 
+    /// A call may reach the switch, and change it: connected, and still primary.
     fn check(&self) -> Result<(), DriverError> {
-        if self.connected {
-            Ok(())
-        } else {
-            Err(DriverError::Unreachable(format!(
+        if !self.connected {
+            return Err(DriverError::Unreachable(format!(
                 "{}: not connected",
                 self.name
-            )))
+            )));
         }
+        match &self.stream {
+            Some(s) if self.side().arbitration.holds(s) => Ok(()),
+            _ => Err(DriverError::NotPrimary(format!(
+                "{}: another controller is primary",
+                self.name
+            ))),
+        }
+    }
+
+    /// The connection is cut off ([`Fault::CutOff`]) at fabric time `now`.
+    fn cut_off(&self, now: Duration) -> Result<(), DriverError> {
+        match self.cut_until {
+            Some(until) if now < until => Err(DriverError::Unreachable(format!(
+                "{}: no route to the switch",
+                self.name
+            ))),
+            _ => Ok(()),
+        }
+    }
+
+    /// The connection drops: the switch sees this driver's stream end.
+    fn drop_connection(&mut self) {
+        self.connected = false;
+        self.stream = None;
+    }
+}
+
+impl Arbitrated for ChaosDriver {
+    async fn probe_primary(&self) -> Result<Option<u128>, DriverError> {
+        let now = lock(&self.plane).now();
+        self.cut_off(now)?;
+        let mut side = self.side();
+        if side.down_until.is_some_and(|until| now < until) {
+            return Err(DriverError::Unreachable(format!(
+                "{}: rebooting",
+                self.name
+            )));
+        }
+        Ok(side.arbitration.primary())
     }
 }
 
@@ -194,7 +257,8 @@ impl SwitchDriver for ChaosDriver {
 
     async fn connect(&mut self) -> Result<Attach, DriverError> {
         self.alive(1).await;
-        self.connected = false;
+        self.drop_connection();
+        self.cut_off(lock(&self.plane).now())?;
         let until = self.side().down_until;
         if let Some(until) = until {
             let mut plane = lock(&self.plane);
@@ -214,6 +278,15 @@ impl SwitchDriver for ChaosDriver {
                 self.name
             )));
         }
+        let stream = arbitration::Stream::new(Mutex::new(self.lifeline.clone()));
+        let won = self.side().arbitration.arbitrate(self.election_id, &stream);
+        if let Err(primary) = won {
+            return Err(DriverError::NotPrimary(format!(
+                "{}: election id {primary:#x} is primary (ours {:#x})",
+                self.name, self.election_id
+            )));
+        }
+        self.stream = Some(stream);
         self.connected = true;
         // Ours and configured (a switch restarted into our pipeline holds nothing of ours).
         let kept = self.side().pipeline == Pipeline::Ours

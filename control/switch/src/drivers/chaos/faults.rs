@@ -28,6 +28,10 @@ pub enum Fault {
     /// The switch restarts running another program. `replaceable`: loading ours replaces it
     /// (BMv2); otherwise it is refused (a Tofino whose `bf_switchd` loaded another program).
     OtherPipeline { replaceable: bool },
+    /// This controller's connection to the switch is cut for `lasts` of fabric time (a
+    /// partition: the switch, its traffic and other controllers' connections are untouched).
+    /// The switch sees the stream end; the driver's calls and connects fail until it heals.
+    CutOff { lasts: Duration },
 }
 
 impl ChaosDriver {
@@ -36,8 +40,12 @@ impl ChaosDriver {
         tracing::info!(switch = self.name, ?fault, "chaos");
         match &fault {
             Fault::Disconnect { attempts } => {
-                self.connected = false;
+                self.drop_connection();
                 self.refuse_connects = *attempts;
+            }
+            Fault::CutOff { lasts } => {
+                self.drop_connection();
+                self.cut_until = Some(lock(&self.plane).now() + *lasts);
             }
             Fault::Restart { down } => self.restart(*down, Pipeline::None),
             Fault::SlowHarvest { delay, reads } => self.slow = Some((*delay, *reads)),
@@ -69,8 +77,9 @@ impl ChaosDriver {
         side.tables.restart(plane.switch_mut(self.ix));
         side.down_until = Some(plane.now() + down);
         side.pipeline = comes_back_with;
+        side.arbitration.reset();
         drop((side, plane));
-        self.connected = false;
+        self.drop_connection();
     }
 }
 
