@@ -127,6 +127,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
                     ids: RuleIds::default(),
                     configured: false,
                     up: false,
+                    tags: Default::default(),
                     dropped_seen: 0,
                 }
             })

@@ -8,6 +8,7 @@ mod lossy;
 mod standing_by;
 pub use checked::Checked;
 pub use lossy::{blames_the_lossy_link, only_the_lossy_link_blamed, LOSSY, LOSSY_RATE};
+#[allow(unused_imports)]
 pub use standing_by::PROBE_EVERY;
 
 use canary_controller::controller::{Controller, ControllerConfig};

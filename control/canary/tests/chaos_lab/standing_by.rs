@@ -2,7 +2,9 @@
 //! (`canary_controller::standby`, the daemon's own loop) while the primary runs its epochs, on
 //! the data plane's time, and takes over only when arbitration says nobody is.
 
-use super::{Checked, Rig, EPOCH};
+use super::{ChaosFabric, Checked, Rig, EPOCH};
+use canary_controller::controller::Controller;
+use canary_controller::report::EpochReport;
 use canary_controller::standby;
 use canary_core::fabric::Fabric;
 use canary_core::topo::SwitchIx;
@@ -135,6 +137,92 @@ impl Rig {
                 decided_at: plane.lock().unwrap().now(),
                 finished,
             }
+        })
+    }
+}
+
+/// A standby that took over from a primary that still lived.
+pub struct Handover {
+    /// The generation it took over in, and the data-plane time it decided.
+    pub generation: u64,
+    pub decided_at: Duration,
+    /// The standby's process, connected to the switches the moment it decided.
+    pub process: (ChaosFabric, Controller),
+    /// The old primary's epoch that was running then: it went on after the standby connected.
+    pub old_epoch: EpochReport,
+}
+
+impl Rig {
+    /// The primary runs up to `epochs` epochs while a standby asks `probe`'s switch who is
+    /// primary; `before(i, fabric)` runs before the primary's i-th. If the standby decides to
+    /// take over, it connects to the switches at once, while the primary's epoch is still
+    /// running, which then goes on to its end; the rig's process stays the old primary.
+    pub fn run_epochs_beside(
+        &mut self,
+        epochs: usize,
+        probe: &ChaosDriver,
+        mut before: impl FnMut(usize, &mut ChaosFabric),
+    ) -> Option<Handover> {
+        let spare: Vec<ChaosDriver> = (0..self.topo.switches.len())
+            .map(|s| self.fabric.driver(s as SwitchIx).another_controller())
+            .collect();
+        let mut clock = FollowingClock {
+            plane: self.plane.clone(),
+            lead: Lifeline::dies_after(u64::MAX),
+        };
+        let Rig {
+            rt,
+            ctl,
+            fabric,
+            plane,
+            topo,
+            harvested,
+            occupied,
+            reports,
+            prep,
+            ports,
+            drain,
+        } = self;
+        rt.block_on(async {
+            let waiting = standby::wait_until_no_primary(
+                probe,
+                &mut clock,
+                PROBE_EVERY,
+                Duration::from_secs(5),
+                true,
+            );
+            tokio::pin!(waiting);
+            for i in 0..epochs {
+                before(i, fabric);
+                let mut f = Checked {
+                    inner: fabric,
+                    plane,
+                    topo,
+                    harvested,
+                    occupied,
+                };
+                let epoch = ctl.run_epoch(&mut f);
+                tokio::pin!(epoch);
+                tokio::select! {
+                    biased;
+                    r = &mut epoch => reports.push(r),
+                    generation = &mut waiting => {
+                        let decided_at = plane.lock().unwrap().now();
+                        let drivers = spare
+                            .into_iter()
+                            .map(|d| d.with_election_id(standby::election_id(generation, 2)))
+                            .collect();
+                        let mut process = (
+                            super::fabric_over(prep, ports, plane, drivers),
+                            super::controller(prep, *drain),
+                        );
+                        process.0.connect(Duration::from_secs(5)).await.unwrap();
+                        let old_epoch = epoch.await;
+                        return Some(Handover { generation, decided_at, process, old_epoch });
+                    }
+                }
+            }
+            None
         })
     }
 }

@@ -49,17 +49,31 @@ fn lock(plane: &Plane) -> MutexGuard<'_, SimFabric> {
     plane.lock().unwrap_or_else(|e| e.into_inner())
 }
 
-/// The data plane's clock: waiting lets its traffic flow.
+/// The data plane's clock: waiting lets its traffic flow. Time moves in steps of at most
+/// [`PlaneClock::STEP`], each followed by a yield, so that another process of the test (a
+/// standby asking who is primary) sees time pass as a wall clock would show it.
 #[derive(Clone)]
 pub struct PlaneClock(pub Plane);
+
+impl PlaneClock {
+    pub const STEP: Duration = Duration::from_millis(5);
+}
 
 impl Clock for PlaneClock {
     fn now(&self) -> Duration {
         lock(&self.0).now()
     }
     async fn wait(&mut self, d: Duration) {
-        lock(&self.0).advance(d);
-        tokio::task::yield_now().await;
+        let mut left = d;
+        loop {
+            let step = left.min(Self::STEP);
+            lock(&self.0).advance(step);
+            left -= step;
+            tokio::task::yield_now().await;
+            if left.is_zero() {
+                return;
+            }
+        }
     }
 }
 

@@ -48,8 +48,11 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                             epoch: epoch_tag(epoch),
                         }),
                     };
+                    let tag = epoch_tag(epoch);
+                    slot.tags.writing(tag);
                     let failed = slot.driver.write(std::slice::from_ref(&w)).await;
                     first_failure("epoch flip", failed)?;
+                    slot.tags.written(tag);
                     Ok(up)
                 }),
         )

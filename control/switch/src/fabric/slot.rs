@@ -30,7 +30,32 @@ pub(super) struct Slot<D> {
     pub(super) configured: bool,
     /// Connected and holding what it should, as far as we know.
     pub(super) up: bool,
+    pub(super) tags: Tags,
     pub(super) dropped_seen: u64,
+}
+
+/// The epoch tags this controller gave the switch's `switch_config`. Tags only move forward,
+/// whoever is primary, so they order controllers on the switch itself: a switch found holding a
+/// tag this controller never set was run by another controller while this one could not reach
+/// it, even if that controller is gone and the switch looks free.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Tags {
+    /// The last tag written and acknowledged.
+    pub(super) confirmed: Option<u16>,
+    /// The last tag written: if its write broke with the connection, it may have landed.
+    pub(super) attempted: Option<u16>,
+}
+
+impl Tags {
+    pub(super) fn writing(&mut self, tag: u16) {
+        self.attempted = Some(tag);
+    }
+    pub(super) fn written(&mut self, tag: u16) {
+        self.confirmed = Some(tag);
+    }
+    fn ours(&self, tag: u16) -> bool {
+        self.confirmed.is_none() || self.confirmed == Some(tag) || self.attempted == Some(tag)
+    }
 }
 
 pub(super) enum Up {
@@ -106,12 +131,36 @@ pub(super) async fn ensure_up<D: SwitchDriver>(
     let attach = slot.driver.connect().await.map_err(switch_error)?;
     if attach == Attach::Kept {
         if slot.configured {
+            not_taken_over(slot).await?;
             slot.up = true;
             return Ok(Up::Same);
         }
         return Ok(Up::Kept);
     }
     configure(slot, epoch, attach_only).await
+}
+
+/// A switch this controller configured, connected again holding Canary's state: fails with
+/// `NotPrimary` if another controller ran it meanwhile (its epoch tag is not one this controller
+/// set), so that this one stands down instead of going on with rules it no longer knows.
+async fn not_taken_over<D: SwitchDriver>(slot: &mut Slot<D>) -> Result<(), SwitchError> {
+    let found = match slot.driver.read_installed().await {
+        Ok(found) => found,
+        Err(DriverError::Refused(e)) => {
+            tracing::debug!(switch = slot.driver.name(), "no epoch tag to check: {e}");
+            return Ok(());
+        }
+        Err(e) => return Err(switch_error(e)),
+    };
+    match found.config.get(2).map(|&t| t as u16) {
+        Some(tag) if !slot.tags.ours(tag) => Err(SwitchError::NotPrimary(format!(
+            "{}: holds epoch tag {tag}, which this controller never set (its last: {}): another \
+             controller ran it while this one could not reach it",
+            slot.driver.name(),
+            slot.tags.confirmed.unwrap_or(0)
+        ))),
+        _ => Ok(()),
+    }
 }
 
 /// Configures a connected switch afresh: pipeline and forwarding (unless another controller
@@ -130,10 +179,11 @@ pub(super) async fn configure<D: SwitchDriver>(
         let failed = slot.driver.write(&inserts(&slot.forwarding.entries)).await;
         first_failure("forwarding", failed)?;
     }
+    let tag = epoch_tag(epoch);
     let config = entries::config(SwitchConfig {
         monitor: slot.monitor,
         mask: slot.mask,
-        epoch: epoch_tag(epoch),
+        epoch: tag,
     });
     let mut writes = vec![Write {
         change: Change::Modify,
@@ -166,8 +216,10 @@ pub(super) async fn configure<D: SwitchDriver>(
             .unwrap_or(0);
         writes.push(entries::rule(op, id, false));
     }
+    slot.tags.writing(tag);
     let failed = slot.driver.write(&writes).await;
     first_failure("configuration and rules", failed)?;
+    slot.tags.written(tag);
     let was = slot.configured;
     slot.configured = true;
     slot.up = true;
@@ -220,6 +272,9 @@ pub(super) async fn adopt_state<D: SwitchDriver>(
     }
     slot.rules = rules;
     slot.ids = RuleIds::adopted(live);
+    let tag = found.config[2] as u16;
+    slot.tags.writing(tag);
+    slot.tags.written(tag);
     slot.configured = true;
     slot.up = true;
     Ok(Up::Adopted(found.config[2] as u16, ops))
