@@ -16,6 +16,7 @@ mod restart;
 mod standby;
 
 use canary_controller::setup::load_topology;
+use canary_switch::bmv2_thrift::ThriftClient;
 use canary_switch::contract::{Program, Table};
 use canary_switch::entries::{read_rule, ReadRule};
 use canary_switch::p4info::P4InfoFile;
@@ -130,6 +131,66 @@ fn rules_on(lab: &FabricLab) -> BTreeSet<(usize, ReadRule)> {
                         out.insert((s, read_rule(&entry).unwrap()));
                     }
                 }
+            }
+            out
+        })
+    })
+    .join()
+    .unwrap()
+}
+
+/// Every meter register of every monitor, read whole over Thrift (what BMv2's registers hold).
+fn meters_on(lab: &FabricLab) -> Vec<Vec<i64>> {
+    let idx = P4InfoFile::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
+    let prog = Program::from_p4info(&idx.path, &idx.info).unwrap();
+    let names: Vec<String> = prog
+        .meters
+        .rows()
+        .flat_map(|r| [r.id.name.clone(), r.count.name.clone()])
+        .collect();
+    let monitors: Vec<(usize, String)> = lab
+        .topo
+        .switches
+        .iter()
+        .enumerate()
+        .filter(|(_, s)| s.monitor)
+        .map(|(i, s)| (i, s.name.clone()))
+        .collect();
+    let fab = lab.fab.clone();
+    std::thread::spawn(move || {
+        bmv2::enter_netns(&fab);
+        let names: Vec<&str> = names.iter().map(String::as_str).collect();
+        monitors
+            .into_iter()
+            .flat_map(|(s, name)| {
+                let addr = format!("127.0.0.1:{}", fabric_lab::THRIFT_BASE + s as u16);
+                let mut t = ThriftClient::connect(name, addr, Default::default()).unwrap();
+                t.register_read_all_many(0, &names).unwrap()
+            })
+            .collect()
+    })
+    .join()
+    .unwrap()
+}
+
+/// Every switch's pipeline cookie, read over P4Runtime (`None`: no pipeline).
+fn cookies_on(lab: &FabricLab) -> Vec<Option<u64>> {
+    let (fab, n) = (lab.fab.clone(), lab.topo.switches.len());
+    std::thread::spawn(move || {
+        bmv2::enter_netns(&fab);
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .unwrap();
+        rt.block_on(async {
+            use canary_switch::p4rt::{P4RtClient, P4RtConfig};
+            let mut out = Vec::new();
+            for s in 0..n {
+                let addr = format!("127.0.0.1:{}", fabric_lab::GRPC_BASE + s as u16);
+                let mut cfg = P4RtConfig::new("reader", &addr, s as u64 + 1);
+                cfg.election_id = 2;
+                let mut c = P4RtClient::connect(cfg).await.unwrap();
+                out.push(c.pipeline_cookie().await.unwrap());
             }
             out
         })
