@@ -48,6 +48,7 @@ fn a_primary_cut_off_from_a_switch_the_standby_does_not_probe_stays_primary() {
         "the standby took over from a primary that held the probed switch"
     );
     assert_eq!(rig.fabric.demoted(), None);
+    assert_eq!(rig.fabric.lease_lost(), None);
     rig.assert_clean();
     let said = rig.said_about(cut);
     assert!(mentions(&said, "unreachable"), "{said:?}");
@@ -93,6 +94,10 @@ fn a_primary_cut_off_from_the_probed_switch_is_taken_over_and_stands_down() {
         "the old primary did not learn it was taken over: {why:?} (its epoch {} disturbed {:?})",
         h.old_epoch.epoch,
         h.old_epoch.disturbed
+    );
+    assert!(
+        rig.fabric.lease_lost().is_some(),
+        "the old primary still counts on the probed switch"
     );
     let last = rig.reports.last().map(|r| r.epoch);
     let (new_fabric, new_ctl) = h.process;

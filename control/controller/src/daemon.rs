@@ -239,7 +239,7 @@ impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
             let Some(term) = target.next_term(&mut self.shutdown).await? else {
                 return Ok(self.sink.result(self.prep, self.faults, self.opts));
             };
-            let fabric = SwitchFabric::new(
+            let mut fabric = SwitchFabric::new(
                 &self.prep.topo,
                 &self.ports,
                 &self.prep.codec.masks,
@@ -247,6 +247,9 @@ impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
                 term.capacity,
                 self.fabric_opts.clone(),
             );
+            if let Some(s) = term.lease {
+                fabric.set_lease(s);
+            }
             match run_fabric(
                 self.opts,
                 self.prep.clone(),

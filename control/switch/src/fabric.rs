@@ -87,6 +87,8 @@ pub struct SwitchFabric<D, C = WallClock> {
     resumed: Option<Resumed>,
     /// Another controller became primary for a switch: the first such answer.
     demoted: Option<String>,
+    /// The switch standbys ask who is primary ([`SwitchFabric::set_lease`]).
+    lease: Option<SwitchIx>,
     /// The switches' ports, as the forwarding Canary installs is laid out on them.
     ports: PortMap,
     pub counters: FabricCounters,
@@ -141,6 +143,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             events: Vec::new(),
             resumed: None,
             demoted: None,
+            lease: None,
             ports: ports.clone(),
             counters: FabricCounters::default(),
         }
@@ -157,6 +160,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             events: self.events,
             resumed: self.resumed,
             demoted: self.demoted,
+            lease: self.lease,
             ports: self.ports,
             counters: self.counters,
         }
@@ -187,6 +191,26 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// daemon stands down rather than fight for the switches.
     pub fn demoted(&self) -> Option<&str> {
         self.demoted.as_deref()
+    }
+
+    /// Switch `s` is the one standbys ask who is primary: while this controller cannot reach
+    /// it, a standby may be taking over ([`SwitchFabric::lease_lost`]).
+    pub fn set_lease(&mut self, s: SwitchIx) {
+        self.lease = Some(s);
+    }
+
+    /// Why this controller must stand down although no switch refused it: it lost its
+    /// connection to the switch standbys ask, so one of them may be taking over, and would
+    /// report the epoch this controller is about to report. Standing down, it asks that switch
+    /// like any standby, and takes over again if nobody did.
+    pub fn lease_lost(&self) -> Option<String> {
+        let d = &self.slots[self.lease? as usize].driver;
+        (!d.connected()).then(|| {
+            format!(
+                "lost its connection to {}, the switch standbys ask: one may be taking over",
+                d.name()
+            )
+        })
     }
 
     fn note(&mut self, ix: SwitchIx, e: &SwitchError) {

@@ -54,7 +54,8 @@ pub struct Rig {
     pub drain: Duration,
 }
 
-/// The fabric a controller process builds over `drivers`.
+/// The fabric a controller process builds over `drivers`; standbys ask the first switch, as
+/// with `canary run`.
 pub fn fabric_over(
     prep: &Prepared,
     ports: &PortMap,
@@ -62,7 +63,7 @@ pub fn fabric_over(
     drivers: Vec<ChaosDriver>,
 ) -> ChaosFabric {
     let capacity = program().capacity();
-    SwitchFabric::new(
+    let mut fabric = SwitchFabric::new(
         &prep.topo,
         ports,
         &prep.codec.masks,
@@ -73,7 +74,9 @@ pub fn fabric_over(
             ..Default::default()
         },
     )
-    .with_clock(PlaneClock(plane.clone()))
+    .with_clock(PlaneClock(plane.clone()));
+    fabric.set_lease(0);
+    fabric
 }
 
 /// The controller a process starts.

@@ -12,6 +12,7 @@ mod bmv2;
 #[path = "../fabric_lab/mod.rs"]
 mod fabric_lab;
 
+mod partition;
 mod restart;
 mod standby;
 

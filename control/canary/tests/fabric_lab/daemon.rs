@@ -14,11 +14,24 @@ impl FabricLab {
 
     /// Another `canary run` (a restart, a standby), its output in `{name}.out` and `.err`.
     pub fn daemon_named(&self, name: &str, args: &[&str]) -> Daemon {
+        self.daemon_in_group(name, None, args)
+    }
+
+    /// The same, its sockets owned by group `gid` (still root otherwise), so that nftables can
+    /// tell its connections from another controller's (`meta skgid`).
+    pub fn daemon_in_group(&self, name: &str, gid: Option<u32>, args: &[&str]) -> Daemon {
         let exe = env!("CARGO_BIN_EXE_canary");
         let out = std::fs::File::create(self.path(&format!("{name}.out"))).unwrap();
         let err = std::fs::File::create(self.path(&format!("{name}.err"))).unwrap();
-        Command::new("ip")
-            .args(["netns", "exec", &self.fab, exe, "run", "--switches"])
+        let mut cmd = match gid {
+            Some(g) => {
+                let mut c = Command::new("setpriv");
+                c.args(["--regid", &g.to_string(), "--clear-groups", "ip"]);
+                c
+            }
+            None => Command::new("ip"),
+        };
+        cmd.args(["netns", "exec", &self.fab, exe, "run", "--switches"])
             .arg(&self.switches_yaml)
             .arg("--p4")
             .arg(&self.p4dir)

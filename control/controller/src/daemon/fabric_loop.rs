@@ -77,10 +77,11 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
                 break;
             }
         };
-        if let Some(why) = fabric.demoted() {
+        let lost = fabric.demoted().map(str::to_string);
+        if let Some(why) = lost.or_else(|| fabric.lease_lost()) {
             // Its epoch is the new primary's to report.
             sink.metrics.set_primary(false);
-            return Ok(Ended::Demoted(why.to_string()));
+            return Ok(Ended::Demoted(why));
         }
         if sink.epochs.len() == first {
             tracing::info!(epoch = r.epoch, "first epoch reported");

@@ -8,6 +8,7 @@ use crate::error::{Error, Result};
 use crate::setup::Prepared;
 use crate::standby;
 use canary_core::capacity::Capacity;
+use canary_core::topo::SwitchIx;
 use canary_switch::contract::Program;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Program};
@@ -23,6 +24,8 @@ use std::time::Duration;
 pub(super) struct Term<D> {
     pub(super) drivers: Vec<D>,
     pub(super) capacity: Capacity,
+    /// The switch standbys ask who is primary, if any may: losing it ends the term.
+    pub(super) lease: Option<SwitchIx>,
 }
 
 /// A target's drivers, as the daemon's terms on the switches need them.
@@ -131,13 +134,14 @@ impl Drivers for Bmv2Drivers<'_> {
         Ok(Some(Term {
             drivers: drivers(opts, self.bound, self.prep, &self.program, election_id),
             capacity: self.program.program.capacity(),
+            lease: Some(self.bound[0].ix),
         }))
     }
 
     fn demoted(&self, why: String) -> Result<()> {
-        tracing::warn!("another controller took over ({why}): standing by");
+        tracing::warn!("standing down ({why}): standing by");
         if !self.opts.quiet {
-            eprintln!("another controller took over ({why}): standing by");
+            eprintln!("standing down ({why}): standing by");
         }
         Ok(())
     }
@@ -216,6 +220,7 @@ impl Drivers for TofinoDrivers<'_> {
         Ok(Some(Term {
             drivers,
             capacity: program.capacity(),
+            lease: None,
         }))
     }
 
