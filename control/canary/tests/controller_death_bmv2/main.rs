@@ -13,16 +13,14 @@ mod bmv2;
 mod fabric_lab;
 
 mod partition;
+mod read_back;
 mod restart;
 mod standby;
 
 use canary_controller::setup::load_topology;
-use canary_switch::bmv2_thrift::ThriftClient;
-use canary_switch::contract::{Program, Table};
-use canary_switch::entries::{read_rule, ReadRule};
-use canary_switch::p4info::P4InfoFile;
 use fabric_lab::{http_get_in_ns, wait_child, FabricLab};
 use rand::{Rng, SeedableRng};
+use read_back::{cookies_on, meters_on, rules_on};
 use serde_json::Value;
 use std::collections::BTreeSet;
 use std::path::Path;
@@ -93,111 +91,6 @@ fn random_point() -> Duration {
     let ms = rand_chacha::ChaCha8Rng::seed_from_u64(seed).random_range(0..EPOCH_MS);
     eprintln!("killing {ms} ms into the epoch (seed {seed})");
     Duration::from_millis(ms)
-}
-
-/// Canary's rules on every switch, read over P4Runtime (a read needs no primary).
-fn rules_on(lab: &FabricLab) -> BTreeSet<(usize, ReadRule)> {
-    let idx = P4InfoFile::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
-    let prog = Program::from_p4info(&idx.path, &idx.info).unwrap();
-    let (fab, n) = (lab.fab.clone(), lab.topo.switches.len());
-    std::thread::spawn(move || {
-        bmv2::enter_netns(&fab);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            use bfrt_proto::p4rt::{entity, Entity, TableEntry};
-            use canary_switch::p4rt::{P4RtClient, P4RtConfig};
-            let mut out = BTreeSet::new();
-            for s in 0..n {
-                let addr = format!("127.0.0.1:{}", fabric_lab::GRPC_BASE + s as u16);
-                let mut cfg = P4RtConfig::new("reader", &addr, s as u64 + 1);
-                // Below any controller's id, above the standby probe's: never primary over one.
-                cfg.election_id = 2;
-                let mut c = P4RtClient::connect(cfg).await.unwrap();
-                for t in [Table::Usm, Table::Dsm, Table::Hh] {
-                    let e = Entity {
-                        entity: Some(entity::Entity::TableEntry(TableEntry {
-                            table_id: prog.table(t).id,
-                            ..Default::default()
-                        })),
-                    };
-                    for got in c.read(vec![e]).await.unwrap() {
-                        let Some(entity::Entity::TableEntry(te)) = got.entity else {
-                            continue;
-                        };
-                        let entry =
-                            canary_switch::drivers::p4runtime::entry_of(&prog, t, &te).unwrap();
-                        out.insert((s, read_rule(&entry).unwrap()));
-                    }
-                }
-            }
-            out
-        })
-    })
-    .join()
-    .unwrap()
-}
-
-/// Every meter register of every monitor, read whole over Thrift (what BMv2's registers hold).
-fn meters_on(lab: &FabricLab) -> Vec<Vec<i64>> {
-    let idx = P4InfoFile::load(&lab.p4dir.join("canary.p4info.bin")).unwrap();
-    let prog = Program::from_p4info(&idx.path, &idx.info).unwrap();
-    let names: Vec<String> = prog
-        .meters
-        .rows()
-        .flat_map(|r| [r.id.name.clone(), r.count.name.clone()])
-        .collect();
-    let monitors: Vec<(usize, String)> = lab
-        .topo
-        .switches
-        .iter()
-        .enumerate()
-        .filter(|(_, s)| s.monitor)
-        .map(|(i, s)| (i, s.name.clone()))
-        .collect();
-    let fab = lab.fab.clone();
-    std::thread::spawn(move || {
-        bmv2::enter_netns(&fab);
-        let names: Vec<&str> = names.iter().map(String::as_str).collect();
-        monitors
-            .into_iter()
-            .flat_map(|(s, name)| {
-                let addr = format!("127.0.0.1:{}", fabric_lab::THRIFT_BASE + s as u16);
-                let mut t = ThriftClient::connect(name, addr, Default::default()).unwrap();
-                t.register_read_all_many(0, &names).unwrap()
-            })
-            .collect()
-    })
-    .join()
-    .unwrap()
-}
-
-/// Every switch's pipeline cookie, read over P4Runtime (`None`: no pipeline).
-fn cookies_on(lab: &FabricLab) -> Vec<Option<u64>> {
-    let (fab, n) = (lab.fab.clone(), lab.topo.switches.len());
-    std::thread::spawn(move || {
-        bmv2::enter_netns(&fab);
-        let rt = tokio::runtime::Builder::new_current_thread()
-            .enable_all()
-            .build()
-            .unwrap();
-        rt.block_on(async {
-            use canary_switch::p4rt::{P4RtClient, P4RtConfig};
-            let mut out = Vec::new();
-            for s in 0..n {
-                let addr = format!("127.0.0.1:{}", fabric_lab::GRPC_BASE + s as u16);
-                let mut cfg = P4RtConfig::new("reader", &addr, s as u64 + 1);
-                cfg.election_id = 2;
-                let mut c = P4RtClient::connect(cfg).await.unwrap();
-                out.push(c.pipeline_cookie().await.unwrap());
-            }
-            out
-        })
-    })
-    .join()
-    .unwrap()
 }
 
 /// The epoch the new controller found running (marked incomplete: it began before it took

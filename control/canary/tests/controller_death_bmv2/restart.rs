@@ -3,6 +3,7 @@
 //! stopped) as well as the rules.
 
 use super::*;
+use canary_switch::entries::ReadRule;
 
 #[test]
 fn a_sigkilled_controller_restarts_without_wiping_the_switches() {

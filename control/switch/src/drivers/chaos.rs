@@ -22,16 +22,18 @@
 //! program does. The data plane's time is the fabric's ([`PlaneClock`]): it passes, and traffic
 //! flows, while the controller waits.
 mod arbitration;
+mod clock;
 mod faults;
 mod lifeline;
+mod reads_and_writes;
 
+pub use clock::PlaneClock;
 pub use faults::{ChaosPlan, Fault};
 pub use lifeline::Lifeline;
 
 use crate::contract::Program;
 use crate::driver::{Arbitrated, Attach, Digests, DriverError, Installed, SwitchDriver};
 use crate::entries::{McGroup, Write};
-use crate::fabric::Clock;
 use crate::meters::{Cell, MeterCells};
 use crate::model_target::ModelTables;
 use canary_core::fabric::Fabric;
@@ -47,34 +49,6 @@ pub type Plane = Arc<Mutex<SimFabric>>;
 fn lock(plane: &Plane) -> MutexGuard<'_, SimFabric> {
     // A test that panicked while holding the plane has failed already.
     plane.lock().unwrap_or_else(|e| e.into_inner())
-}
-
-/// The data plane's clock: waiting lets its traffic flow. Time moves in steps of at most
-/// [`PlaneClock::STEP`], each followed by a yield, so that another process of the test (a
-/// standby asking who is primary) sees time pass as a wall clock would show it.
-#[derive(Clone)]
-pub struct PlaneClock(pub Plane);
-
-impl PlaneClock {
-    pub const STEP: Duration = Duration::from_millis(5);
-}
-
-impl Clock for PlaneClock {
-    fn now(&self) -> Duration {
-        lock(&self.0).now()
-    }
-    async fn wait(&mut self, d: Duration) {
-        let mut left = d;
-        loop {
-            let step = left.min(Self::STEP);
-            lock(&self.0).advance(step);
-            left -= step;
-            tokio::task::yield_now().await;
-            if left.is_zero() {
-                return;
-            }
-        }
-    }
 }
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -403,60 +377,5 @@ impl SwitchDriver for ChaosDriver {
             dropped_total: self.dropped,
             bad: vec![],
         }
-    }
-}
-
-impl ChaosDriver {
-    async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
-        if let Err(e) = self.check() {
-            return (0..writes.len()).map(|i| (i, e.clone())).collect();
-        }
-        let mut refused = Vec::new();
-        let mut pass = Vec::new();
-        let mut index = Vec::new();
-        for (i, w) in writes.iter().enumerate() {
-            let rule = matches!(
-                w.entry.table,
-                crate::contract::Table::Usm
-                    | crate::contract::Table::Dsm
-                    | crate::contract::Table::Hh
-            );
-            if rule && self.refuse_writes > 0 {
-                self.refuse_writes -= 1;
-                refused.push((i, DriverError::Refused("chaos: write refused".into())));
-            } else {
-                pass.push(w.clone());
-                index.push(i);
-            }
-        }
-        let mut plane = lock(&self.plane);
-        let failed = self.side().tables.write(plane.switch_mut(self.ix), &pass);
-        refused.extend(
-            failed
-                .into_iter()
-                .map(|(j, e)| (index[j], DriverError::Refused(e.to_string()))),
-        );
-        refused.sort_by_key(|(i, _)| *i);
-        refused
-    }
-
-    async fn read_meters_now(&mut self) -> Result<Vec<MeterCells>, DriverError> {
-        self.check()?;
-        if let Some((delay, reads)) = self.slow {
-            self.slow = (reads > 1).then_some((delay, reads - 1));
-            tokio::time::sleep(delay).await;
-        }
-        let mut cells = {
-            let mut plane = lock(&self.plane);
-            self.side().tables.meter_cells(plane.switch_mut(self.ix))
-        };
-        if std::mem::take(&mut self.torn) {
-            // The read stopped halfway through the last DSM row.
-            if let Some(row) = cells.dsm.last_mut() {
-                let half = row.count.len() / 2;
-                row.count.truncate(half);
-            }
-        }
-        Ok(vec![cells])
     }
 }
