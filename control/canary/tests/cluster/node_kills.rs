@@ -77,16 +77,21 @@ impl Drop for Arrivals {
 }
 
 /// One server's death and return: which, when, and how the run and the server came through.
-struct Kill {
-    what: String,
-    reported: usize,
-    at: Instant,
-    current_after: f64,
+pub(super) struct Kill {
+    pub(super) what: String,
+    pub(super) reported: usize,
+    pub(super) at: Instant,
+    pub(super) current_after: f64,
 }
 
 /// SIGKILLs server `i`, starts it again (same name and store) after a moment and waits until it
 /// is current again in every group it is in.
-fn kill_and_restart(nats: &mut NatsCluster, i: usize, what: &str, reported: usize) -> Kill {
+pub(super) fn kill_and_restart(
+    nats: &mut NatsCluster,
+    i: usize,
+    what: &str,
+    reported: usize,
+) -> Kill {
     let at = Instant::now();
     nats.kill(i);
     std::thread::sleep(Duration::from_millis(1500));

@@ -69,3 +69,125 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
         assert!(e["cluster"]["bytes_out"].as_u64().unwrap() > 0, "{e}");
     }
 }
+
+/// The same run on a cluster of three NATS servers, the run's stream on all three: one server,
+/// then the JetStream meta leader, SIGKILLed while the switches' epochs go on in real time and
+/// started again. Every epoch is reported once and in order, the lossy link is blamed and
+/// nothing else, and an epoch the kills held up says why.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn canary_run_on_switches_goes_on_through_a_nats_server_and_the_meta_leader_killed() {
+    use super::nats_cluster::NatsCluster;
+    use super::node_kills::kill_and_restart;
+    let Some(_one) = cluster_test() else { return };
+    const RUN_EPOCHS: usize = 14;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let lab = tofino_fabric::TofinoLab::start(&dir).await;
+    let switches = dir.join("switches.yaml");
+    std::fs::write(&switches, &lab.switches_yaml).unwrap();
+    let mut nats = NatsCluster::start(&dir);
+    let urls = nats.urls();
+    let (_harvest, _joins) = stage_workers(&dir, &urls);
+    let _reporter = worker(&dir, &urls, "reporter", "report", 0);
+    let json = dir.join("run.json");
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
+    cmd.args(["run", "--target", "tofino", "--topology", "fattree:4"])
+        .arg("--switches")
+        .arg(&switches)
+        .args(["--epochs", &RUN_EPOCHS.to_string(), "--epoch-ms", "1000"])
+        .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20", "-q"])
+        .arg("--faults")
+        .arg(dir.join("faults.yaml"))
+        .arg("--json")
+        .arg(&json)
+        .args(["--cluster", &urls, "--stream-replicas", "3"])
+        .args(["--run", "t", "--partitions", "3,2,2"]);
+    let run = tokio::task::spawn_blocking(move || cmd.output());
+    let kills_dir = dir.clone();
+    // Each kill at a point of an epoch drawn from the clock, printed so a failure can be replayed.
+    let seed = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap()
+        .as_nanos() as u64;
+    eprintln!("on_switches: kill points drawn with seed {seed}");
+    let kills = tokio::task::spawn_blocking(move || {
+        use rand::{Rng, SeedableRng};
+        let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(seed);
+        let dir = kills_dir;
+        wait_for_reports(&dir, 3, "before the first kill");
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..1000)));
+        let meta = nats.meta_leader().expect("a meta leader");
+        let one = kill_and_restart(&mut nats, (meta + 1) % 3, "not the meta leader", 3);
+        let n = report_lines(&dir.join("epochs.jsonl")).len();
+        wait_for_reports(&dir, n + 2, "before the meta leader's kill");
+        std::thread::sleep(Duration::from_millis(rng.random_range(0..1000)));
+        let meta = nats.meta_leader().expect("a meta leader");
+        let two = kill_and_restart(&mut nats, meta, "the meta leader", n + 2);
+        (nats, [one, two])
+    });
+    let out = run.await.unwrap().unwrap();
+    let (_nats, kills) = kills.await.unwrap();
+    assert!(
+        out.status.success(),
+        "canary run --cluster failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        logs(&dir)
+    );
+    for k in &kills {
+        assert!(k.reported < RUN_EPOCHS, "{}: killed after the run", k.what);
+        eprintln!(
+            "on_switches: killed {} after {} epochs reported; current again {:.1} s after its \
+             restart",
+            k.what, k.reported, k.current_after
+        );
+    }
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
+    assert_eq!(
+        blamed,
+        vec!["edge1_0->agg1_1".to_string()],
+        "{}",
+        logs(&dir)
+    );
+    let reports = dir.join("epochs.jsonl");
+    let t = Instant::now();
+    while report_lines(&reports).len() < RUN_EPOCHS && t.elapsed() < Duration::from_secs(60) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let lines = report_lines(&reports);
+    let epochs: Vec<u64> = lines.iter().map(|l| l["epoch"].as_u64().unwrap()).collect();
+    assert_eq!(
+        epochs,
+        (0..RUN_EPOCHS as u64).collect::<Vec<_>>(),
+        "every epoch once and in order\n{}",
+        logs(&dir)
+    );
+    // What the controller waited for on the cluster: an epoch the kills held up says why.
+    let waited = |l: &Value| {
+        let c = &l["cluster"];
+        c["detect_ms"].as_f64().unwrap_or(0.0) + c["localize_ms"].as_f64().unwrap_or(0.0)
+    };
+    let mut all: Vec<f64> = v["epochs"].as_array().unwrap().iter().map(waited).collect();
+    all.sort_by(f64::total_cmp);
+    let typical = all[all.len() / 2];
+    for e in v["epochs"].as_array().unwrap() {
+        let late = e["cluster"]["redelivered"].as_array();
+        let slow = e["epoch"].as_u64().unwrap() as usize >= kills[0].reported
+            && waited(e) > 3.0 * typical + 1000.0;
+        if slow || late.is_some() {
+            eprintln!(
+                "on_switches: epoch {} waited {:.0} ms on the cluster (typical {typical:.0} ms): {}",
+                e["epoch"],
+                waited(e),
+                late.map_or("nothing said late".to_string(), |r| format!("{r:?}"))
+            );
+        }
+        assert!(
+            !slow || late.is_some_and(|r| !r.is_empty()),
+            "epoch {} waited {:.0} ms on the cluster and does not say why",
+            e["epoch"],
+            waited(e)
+        );
+    }
+}
