@@ -168,6 +168,19 @@ impl Rig {
         )
             -> std::pin::Pin<Box<dyn std::future::Future<Output = T> + 'c>>,
     ) -> T {
+        let (rt, ctl, mut f, _) = self.parts();
+        rt.block_on(step(ctl, &mut f))
+    }
+
+    /// The runtime, the controller, the checked fabric and the reports, borrowed apart.
+    pub fn parts(
+        &mut self,
+    ) -> (
+        &tokio::runtime::Runtime,
+        &mut Controller,
+        Checked<'_>,
+        &mut Vec<EpochReport>,
+    ) {
         let Rig {
             rt,
             ctl,
@@ -176,16 +189,17 @@ impl Rig {
             topo,
             harvested,
             occupied,
+            reports,
             ..
         } = self;
-        let mut f = Checked {
+        let f = Checked {
             inner: fabric,
             plane,
             topo,
             harvested,
             occupied,
         };
-        rt.block_on(step(ctl, &mut f))
+        (rt, ctl, f, reports)
     }
 
     pub fn epochs(&mut self, n: usize) {

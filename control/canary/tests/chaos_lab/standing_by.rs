@@ -2,7 +2,7 @@
 //! (`canary_controller::standby`, the daemon's own loop) while the primary runs its epochs, on
 //! the data plane's time, and takes over only when arbitration says nobody is.
 
-use super::{ChaosFabric, Checked, Rig, EPOCH};
+use super::{ChaosFabric, Rig, EPOCH};
 use canary_controller::controller::Controller;
 use canary_controller::report::EpochReport;
 use canary_controller::standby;
@@ -79,32 +79,10 @@ impl Rig {
             lead: life.clone(),
         };
         let mut finished = 0;
-        let Rig {
-            rt,
-            ctl,
-            fabric,
-            plane,
-            topo,
-            harvested,
-            occupied,
-            reports,
-            ..
-        } = self;
-        let mut f = Checked {
-            inner: fabric,
-            plane,
-            topo,
-            harvested,
-            occupied,
-        };
+        let plane = self.plane.clone();
+        let (rt, ctl, mut f, reports) = self.parts();
         rt.block_on(async {
-            let waiting = standby::wait_until_no_primary(
-                probe,
-                &mut clock,
-                PROBE_EVERY,
-                Duration::from_secs(5),
-                true,
-            );
+            let waiting = asking(probe, &mut clock);
             tokio::pin!(waiting);
             loop {
                 let l = life.clone();
@@ -141,6 +119,14 @@ impl Rig {
     }
 }
 
+/// The standby's loop, the daemon's own, asking `probe`'s switch every [`PROBE_EVERY`].
+fn asking<'a>(
+    probe: &'a ChaosDriver,
+    clock: &'a mut FollowingClock,
+) -> impl std::future::Future<Output = u64> + 'a {
+    standby::wait_until_no_primary(probe, clock, PROBE_EVERY, Duration::from_secs(5), true)
+}
+
 /// A standby that took over from a primary that still lived.
 pub struct Handover {
     /// The generation it took over in, and the data-plane time it decided.
@@ -170,37 +156,19 @@ impl Rig {
             plane: self.plane.clone(),
             lead: Lifeline::dies_after(u64::MAX),
         };
-        let Rig {
-            rt,
-            ctl,
-            fabric,
-            plane,
-            topo,
-            harvested,
-            occupied,
-            reports,
-            prep,
-            ports,
-            drain,
-        } = self;
+        // What the standby's process is built from, should it take over.
+        let (prep, ports, plane, drain) = (
+            self.prep.clone(),
+            self.ports.clone(),
+            self.plane.clone(),
+            self.drain,
+        );
+        let (rt, ctl, mut f, reports) = self.parts();
         rt.block_on(async {
-            let waiting = standby::wait_until_no_primary(
-                probe,
-                &mut clock,
-                PROBE_EVERY,
-                Duration::from_secs(5),
-                true,
-            );
+            let waiting = asking(probe, &mut clock);
             tokio::pin!(waiting);
             for i in 0..epochs {
-                before(i, fabric);
-                let mut f = Checked {
-                    inner: fabric,
-                    plane,
-                    topo,
-                    harvested,
-                    occupied,
-                };
+                before(i, f.inner);
                 let epoch = ctl.run_epoch(&mut f);
                 tokio::pin!(epoch);
                 tokio::select! {
@@ -213,8 +181,8 @@ impl Rig {
                             .map(|d| d.with_election_id(standby::election_id(generation, 2)))
                             .collect();
                         let mut process = (
-                            super::fabric_over(prep, ports, plane, drivers),
-                            super::controller(prep, *drain),
+                            super::fabric_over(&prep, &ports, &plane, drivers),
+                            super::controller(&prep, drain),
                         );
                         process.0.connect(Duration::from_secs(5)).await.unwrap();
                         let old_epoch = epoch.await;

@@ -2,6 +2,30 @@
 
 use super::*;
 
+/// `canary run --cluster` over the model switches of `switches`, `epochs` 1-second epochs, its
+/// run document to `json`; `cluster` says which NATS servers and how many stream copies.
+fn run_on_model_switches(
+    dir: &Path,
+    switches: &Path,
+    epochs: usize,
+    json: &Path,
+    cluster: &[&str],
+) -> Command {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
+    cmd.args(["run", "--target", "tofino", "--topology", "fattree:4"])
+        .arg("--switches")
+        .arg(switches)
+        .args(["--epochs", &epochs.to_string(), "--epoch-ms", "1000"])
+        .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20", "-q"])
+        .arg("--faults")
+        .arg(dir.join("faults.yaml"))
+        .arg("--json")
+        .arg(json)
+        .args(cluster)
+        .args(["--run", "t", "--partitions", "3,2,2"]);
+    cmd
+}
+
 /// `canary run --cluster` on switches: twenty BF Runtime model switches of a k = 4 fat-tree
 /// carrying traffic in real time with 10 % loss one way on edge1_0→agg1_1 (the `tofino_run`
 /// test's lab), the stages on workers. The lossy link is blamed and nothing else; the reporter
@@ -19,23 +43,10 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
     let switches = dir.join("switches.yaml");
     std::fs::write(&switches, &lab.switches_yaml).unwrap();
     let (_nats, url, _) = nats_server(dir);
-    let _workers: Vec<Proc> = (0..3)
-        .map(|h| worker(dir, &url, &format!("harvest{h}"), "harvest", h))
-        .chain((0..2).map(|j| worker(dir, &url, &format!("jl{j}"), "join,localize", j)))
-        .chain(std::iter::once(worker(dir, &url, "reporter", "report", 0)))
-        .collect();
+    let (_harvest, _joins) = stage_workers(dir, &url);
+    let _reporter = worker(dir, &url, "reporter", "report", 0);
     let json = dir.join("run.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
-    cmd.args(["run", "--target", "tofino", "--topology", "fattree:4"])
-        .arg("--switches")
-        .arg(&switches)
-        .args(["--epochs", &RUN_EPOCHS.to_string(), "--epoch-ms", "1000"])
-        .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20", "-q"])
-        .arg("--faults")
-        .arg(dir.join("faults.yaml"))
-        .arg("--json")
-        .arg(&json)
-        .args(["--cluster", &url, "--run", "t", "--partitions", "3,2,2"]);
+    let mut cmd = run_on_model_switches(dir, &switches, RUN_EPOCHS, &json, &["--cluster", &url]);
     let out = tokio::task::spawn_blocking(move || cmd.output())
         .await
         .unwrap()
@@ -91,18 +102,13 @@ async fn canary_run_on_switches_goes_on_through_a_nats_server_and_the_meta_leade
     let (_harvest, _joins) = stage_workers(&dir, &urls);
     let _reporter = worker(&dir, &urls, "reporter", "report", 0);
     let json = dir.join("run.json");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_canary"));
-    cmd.args(["run", "--target", "tofino", "--topology", "fattree:4"])
-        .arg("--switches")
-        .arg(&switches)
-        .args(["--epochs", &RUN_EPOCHS.to_string(), "--epoch-ms", "1000"])
-        .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20", "-q"])
-        .arg("--faults")
-        .arg(dir.join("faults.yaml"))
-        .arg("--json")
-        .arg(&json)
-        .args(["--cluster", &urls, "--stream-replicas", "3"])
-        .args(["--run", "t", "--partitions", "3,2,2"]);
+    let mut cmd = run_on_model_switches(
+        &dir,
+        &switches,
+        RUN_EPOCHS,
+        &json,
+        &["--cluster", &urls, "--stream-replicas", "3"],
+    );
     let run = tokio::task::spawn_blocking(move || cmd.output());
     let kills_dir = dir.clone();
     // Each kill at a point of an epoch drawn from the clock, printed so a failure can be replayed.

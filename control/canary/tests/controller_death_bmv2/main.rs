@@ -93,16 +93,19 @@ fn random_point() -> Duration {
     Duration::from_millis(ms)
 }
 
-/// The epoch the new controller found running (marked incomplete: it began before it took
-/// over).
+/// Whether report line `l` is the epoch a new controller found running (marked incomplete: it
+/// began before it took over).
+fn found_running(l: &Value) -> bool {
+    l["incomplete"]
+        .as_str()
+        .is_some_and(|w| w.contains("began before"))
+}
+
+/// The epoch the new controller found running.
 fn resumed_at(lines: &[Value]) -> usize {
     lines
         .iter()
-        .position(|l| {
-            l["incomplete"]
-                .as_str()
-                .is_some_and(|w| w.contains("began before"))
-        })
+        .position(found_running)
         .expect("an epoch found running by the new controller")
 }
 
