@@ -26,7 +26,8 @@ installs all forwarding. It then
   `canary run --switches`, STATE/pids.tsv and STATE/intfs.txt (what it started and created, for
   run.sh's last-resort clean-up), and STATE/ready when everything is up;
 * starts the traffic generator (`canary traffic`) in every host unless --traffic is omitted
-  (receiving at once, sending when the --traffic-trigger file appears);
+  (receiving at once, sending once the --traffic-trigger file appears and every host has
+  resolved its peers' addresses: canary_testbed/neighbours.py);
 * holds the network until SIGTERM/SIGINT, or until the process --parent names is gone; then
   stops generators (collecting their statistics in STATE/traffic/), kills every switch by its
   PID, deletes every link, and checks that none of its interfaces or processes is left.
@@ -123,6 +124,7 @@ def main():
                 break
             if args.hold and time.time() - t0 > args.hold:
                 break
+            fabric.warm_when_triggered()
             fabric.follow_schedule()
             if int(time.time() * 5) % 5 == 0:
                 with open("/proc/loadavg") as f:

@@ -288,7 +288,7 @@ fi
 # ---------------------------------------------------------------- result
 stop_pid "$fabric_pid" "fabric.py" TERM 90
 fabric_pid=""
-sed -n '/traffic:\|fault .*dropped\|accounting\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
+sed -n '/traffic:\|neighbours:\|fault .*dropped\|accounting\|LEFT\|teardown/p' "$state/fabric.log" | sed 's/^/  /' >&2
 $PY "$here/score.py" "$json" --canary "$canary" --drops "$state/fault_drops.json" --traffic "$state/traffic/summary.json" --accounting "$state/accounting.json"
 if [ -n "$svg" ]; then
     "$canary" draw --topology "$topology" --json "$json" --out "$svg" && say "fabric picture: $svg"

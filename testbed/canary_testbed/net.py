@@ -2,13 +2,15 @@
 
 import json
 import os
+import subprocess
+import threading
 import time
 
 import yaml
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from . import accounting, canary, faults, traffic
+from . import accounting, canary, faults, neighbours, traffic
 from .procs import Recorder, alive, host_run, log, port_free, port_open, run, stop_pid
 from .switch import BMv2Switch
 from .topology import InputError, host_mac, intf_name, load_topology, plan_ports
@@ -43,6 +45,7 @@ class Fabric:
         self.rec = Recorder(self.state)
         self.net = None
         self.generators = []  # (host, Popen)
+        self.warming = None  # the neighbour warm-up's thread, once the trigger appeared
         self.left = []
         self.accounting = False
         # 1-minute load average, sampled while the fabric runs (overload shows here first).
@@ -187,6 +190,24 @@ class Fabric:
     def start_traffic(self):
         self.generators = traffic.start(self.net, self.hosts, self.addr6, self.state, self.rec,
                                         self.args)
+
+    def warm_when_triggered(self):
+        """Once the traffic's trigger exists: the hosts' neighbour caches filled (in a thread,
+        so that the fault schedule is followed meanwhile), then the generators' start file."""
+        trigger = self.args.traffic_trigger
+        if not trigger or self.warming is not None or not os.path.exists(trigger):
+            return
+
+        def warm_then_go():
+            try:
+                neighbours.warm(self.net, self.hosts, self.addr6)
+            except (RuntimeError, OSError, subprocess.SubprocessError) as e:
+                log(f"{e}: the traffic starts all the same")
+            with open(traffic.warm_file(trigger), "w"):
+                pass
+
+        self.warming = threading.Thread(target=warm_then_go, daemon=True)
+        self.warming.start()
 
     def follow_schedule(self):
         self.injector.follow(self.state)

@@ -10,8 +10,9 @@ from .procs import log, stop_pid
 
 
 def start(net, hosts, addr6, state, rec, a):
-    """One generator per host, receiving at once and sending when a.traffic_trigger appears;
-    returns [(host, Popen)]."""
+    """One generator per host, receiving at once and sending when `warm_file(a.traffic_trigger)`
+    appears (the fabric writes it once the hosts' neighbour caches are filled); returns
+    [(host, Popen)]."""
     addrs = [addr for _, addr, _ in hosts]
     if a.ipv6:
         addrs += [addr6[h] for h, _, _ in hosts]
@@ -23,7 +24,7 @@ def start(net, hosts, addr6, state, rec, a):
                "--seed", str(a.seed * 1000 + k), "--stats", stats]
         if a.traffic_trigger:
             # Receivers up now; senders wait for the trigger file (hosts share our filesystem).
-            cmd += ["--start-file", os.path.abspath(a.traffic_trigger), "--start-delay-ms", "0"]
+            cmd += ["--start-file", warm_file(a.traffic_trigger), "--start-delay-ms", "0"]
         cmd += a.traffic_arg
         out = open(os.path.join(state, "traffic", f"{h}.log"), "w")
         p = net[h].popen(cmd, stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
@@ -31,6 +32,11 @@ def start(net, hosts, addr6, state, rec, a):
         generators.append((h, p))
     log(f"traffic: {len(generators)} generators, {a.rate} packets/s each")
     return generators
+
+
+def warm_file(trigger):
+    """The file the generators wait for: the trigger's, once the neighbours are resolved."""
+    return os.path.abspath(trigger) + ".warm"
 
 
 def stop(generators, state):

@@ -5,6 +5,7 @@ mod audit;
 mod decision;
 mod eval;
 mod faults;
+mod harvest_cost;
 mod incidents;
 mod overhead;
 mod progress;
@@ -75,6 +76,9 @@ enum Command {
     RoleGateway(role_gateway::RoleGatewayArgs),
     /// One partition of a run's stages on a cluster.
     Worker(worker::WorkerArgs),
+    /// On a testbed fabric `canary run` configured: the frames BMv2 drops while it answers
+    /// each of the controller's per-epoch calls alone (testbed/harvest_cost.sh).
+    HarvestCost(harvest_cost::HarvestCostArgs),
 }
 
 /// The log level when RUST_LOG is not set: info, with the libraries under us quieter.
@@ -177,6 +181,7 @@ fn dispatch(command: Option<Command>) -> Result<()> {
         Some(Command::Decision(a)) => decision::command(a),
         Some(Command::RoleGateway(a)) => role_gateway::command(a),
         Some(Command::Worker(a)) => worker::command(a),
+        Some(Command::HarvestCost(a)) => harvest_cost::command(a),
         Some(Command::Topology { spec, monitors }) => {
             let t = load_topology(&spec, monitors)?;
             // The placement the topology has: the file's own unless --monitors overrides it.
