@@ -73,6 +73,10 @@ def main():
                     help="generators receive at once but send only once FILE exists (run.sh "
                     "creates it when the controller has programmed the switches); default: "
                     "send 2 s after start")
+    ap.add_argument("--neighbours", choices=["pinned", "learned"], default="pinned",
+                    help="pinned: once the trigger appears, every host resolves its peers through "
+                    "the fabric and keeps them (canary_testbed/neighbours.py) before the "
+                    "generators send; learned: the traffic's own ARP and ND resolve them")
     ap.add_argument("--rate", type=float, default=100.0, help="packets/s sent by each host")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--loss-method", choices=["auto", "netem", "bpf"], default="auto",

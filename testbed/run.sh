@@ -3,11 +3,15 @@
 #
 #   testbed/run.sh --topology fattree:4|FILE --faults FILE|none --epochs N --json OUT
 #                  [--epoch-ms 1000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
-#                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [-- EXTRA `canary run` ARGS]
+#                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [--neighbours pinned|learned]
+#                  [-- EXTRA `canary run` ARGS]
 #   testbed/run.sh --clean DIR    kill and delete what the run with --keep-logs DIR recorded
 #
 # --rate: packets/s each host sends (default 100, 25 on one CPU), in --flows concurrent UDP flows (default 8) of
 # Pareto(1.2) sizes of at least --min-packets packets (default 50).
+# --neighbours: pinned (default) resolves every host's peers through the fabric before the traffic
+# starts and keeps them; learned leaves ARP and ND to the traffic (BMv2 then drops frames in their
+# floods: docs/testbed.md, "What the harvest costs the switches").
 #
 # Builds the P4 program (bmv2/build.sh) and `canary` (cargo build --release, unless --canary),
 # brings up the fabric (testbed/fabric.py: one Mininet host per host, one BMv2 per switch, faults
@@ -31,7 +35,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 repo=$(cd "$here/.." && pwd)
 PY=/usr/bin/python3 # Debian's: Mininet from apt is installed for it
 
-usage() { sed -n '2,11p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
+usage() { sed -n '2,14p' "$0" | sed 's/^# \{0,1\}//' >&2; exit 2; }
 die() { echo "testbed: error: $*" >&2; exit 2; }
 say() { echo "testbed: $*" >&2; }
 
@@ -88,6 +92,7 @@ if [ "${1-}" = --clean ]; then
 fi
 
 topology="" faults="" epochs="" json="" epoch_ms=1000 rate="" flows=8 min_packets=50 seed=1 svg=""
+neighbours=pinned
 keep="" canary=""
 extra=()
 while [ $# -gt 0 ]; do
@@ -102,6 +107,7 @@ while [ $# -gt 0 ]; do
     --min-packets) min_packets=${2:?}; shift 2 ;;
     --seed) seed=${2:?}; shift 2 ;;
     --svg) svg=${2:?}; shift 2 ;;
+    --neighbours) neighbours=${2:?}; shift 2 ;;
     --keep-logs) keep=${2:?}; shift 2 ;;
     --canary) canary=${2:?}; shift 2 ;;
     --) shift; extra=("$@"); break ;;
@@ -125,6 +131,7 @@ if [ -z "$rate" ]; then
 fi
 [[ $rate =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--rate: \`$rate\` is not a number of packets/s"
 [[ $seed =~ ^[0-9]+$ ]] || die "--seed: \`$seed\` is not a non-negative integer"
+[[ $neighbours =~ ^(pinned|learned)$ ]] || die "--neighbours: \`$neighbours\` is neither pinned nor learned"
 [[ $flows =~ ^[1-9][0-9]*$ ]] || die "--flows: \`$flows\` is not a positive integer"
 [[ $min_packets =~ ^[1-9][0-9]*$ ]] || die "--min-packets: \`$min_packets\` is not a positive integer"
 if [ "$faults" != none ] && [ ! -r "$faults" ]; then die "--faults: cannot read \`$faults\`"; fi
@@ -226,7 +233,7 @@ fi
 fabric_started=1
 setsid "$PY" "$here/fabric.py" --topology "$state/topology.yaml" --p4-json "$state/p4/canary.json" \
     --state "$state" --faults "$faults_file" --canary "$canary" --epochs "$epochs" --parent $$ \
-    --traffic "$canary" --traffic-trigger "$state/go" --rate "$rate" --seed "$seed" \
+    --traffic "$canary" --traffic-trigger "$state/go" --neighbours "$neighbours" --rate "$rate" --seed "$seed" \
     --traffic-arg=--flows="$flows" --traffic-arg=--min-packets="$min_packets" \
     >"$state/fabric.log" 2>&1 </dev/null &
 fabric_pid=$!

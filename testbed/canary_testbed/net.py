@@ -200,7 +200,8 @@ class Fabric:
 
         def warm_then_go():
             try:
-                neighbours.warm(self.net, self.hosts, self.addr6)
+                if self.args.neighbours == "pinned":
+                    neighbours.warm(self.net, self.hosts, self.addr6)
             except (RuntimeError, OSError, subprocess.SubprocessError) as e:
                 log(f"{e}: the traffic starts all the same")
             with open(traffic.warm_file(trigger), "w"):

@@ -195,19 +195,20 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
     assert!(said.contains("on a 50% share of flows"), "{said}");
 }
 
-/// A healthy k=4 fabric for 10 epochs: no link loses a frame, and every blame in any epoch is
-/// carried by frames a switch really lost (`score.py` weighs them against the blame's
-/// estimate), so a fabric where no switch lost a frame blames nothing. About 30 s.
+/// A healthy k=4 fabric for 30 epochs of 1 s at 100 packets/s per host: no link and no switch
+/// loses a frame (the hosts' neighbours pinned before the traffic: the controller's per-epoch
+/// calls cost BMv2 nothing, docs/testbed.md "What the harvest costs the switches"), and nothing
+/// is blamed in any epoch. About 60 s.
 #[test]
-fn fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose() {
+fn fattree4_a_healthy_fabric_loses_nothing_and_blames_nothing() {
     if !runnable(
-        "testbed fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose",
+        "testbed fattree4_a_healthy_fabric_loses_nothing_and_blames_nothing",
         &missing(),
     ) {
         return;
     }
     let dir = RunDir::new();
-    let epochs = 10.to_string();
+    let epochs = 30.to_string();
     let args = [
         "--topology",
         "fattree:4",
@@ -215,6 +216,8 @@ fn fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose() {
         "none",
         "--epochs",
         &epochs,
+        "--rate",
+        "100",
     ];
     let r = run_testbed(&args, dir.path(), Duration::from_secs(400));
     assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
@@ -224,21 +227,22 @@ fn fattree4_a_healthy_fabric_blames_nothing_the_fabric_did_not_lose() {
     for (link, c) in &acct.links {
         assert_eq!(c.lost, 0, "{link} lost frames on a healthy fabric");
     }
+    let lost: Vec<_> = acct.switches.iter().filter(|(_, &n)| n != 0).collect();
+    assert!(
+        lost.is_empty(),
+        "switches lost frames themselves on a healthy fabric: {lost:?} (load average up to {})",
+        acct.load_max
+    );
     let (said, v) = score_check(dir.path(), &r);
     assert_eq!(v["false_positives"], serde_json::json!([]), "{said}");
-    if acct.switches.values().all(|&n| n == 0) {
-        let any: Vec<_> = r.json["epochs"]
-            .as_array()
-            .unwrap()
-            .iter()
-            .filter(|e| !e["blamed"].as_array().unwrap().is_empty())
-            .map(|e| e["epoch"].clone())
-            .collect();
-        assert!(
-            any.is_empty(),
-            "blamed in epochs {any:?} where nothing was lost: {said}"
-        );
-    }
+    let any: Vec<_> = r.json["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| !e["blamed"].as_array().unwrap().is_empty())
+        .map(|e| e["epoch"].clone())
+        .collect();
+    assert!(any.is_empty(), "blamed in epochs {any:?}: {said}");
 }
 
 /// A fault on a real link from epoch 5, repaired at epoch 15 (the fabric starts and removes the

@@ -146,6 +146,8 @@ pub struct Accounting {
     /// Lost between a host and its edge switch, either way (no Canary monitor sees these).
     pub hosts: std::collections::BTreeMap<String, u64>,
     pub end_to_end: u64,
+    /// The highest 1-minute load average seen while the fabric ran.
+    pub load_max: f64,
 }
 
 impl Accounting {
@@ -194,6 +196,7 @@ impl Accounting {
             switches,
             hosts,
             end_to_end: traffic["lost"].as_u64().unwrap(),
+            load_max: a["load_max"].as_f64().unwrap_or(0.0),
         }
     }
 
