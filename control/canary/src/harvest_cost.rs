@@ -19,11 +19,11 @@ use anyhow::{bail, Context, Result};
 use canary_controller::daemon::load_p4;
 use canary_controller::setup::load_topology;
 use canary_core::fabric::RuleOp;
-use canary_core::model::{epoch_tag, SwitchConfig};
+use canary_core::model::epoch_tag;
 use canary_core::topo::SwitchIx;
 use canary_switch::driver::SwitchDriver;
 use canary_switch::drivers::bmv2::{Bmv2Driver, Bmv2Options, Bmv2Program};
-use canary_switch::entries::{self, Change, ReadRule, Write};
+use canary_switch::entries::{self, ReadRule, Write};
 use canary_switch::switches::SwitchesFile;
 use clap::Args;
 use futures::future::join_all;
@@ -215,14 +215,7 @@ async fn epoch_calls(
     let results = join_all(monitors.iter_mut().map(|m| async move {
         let name = m.driver.name().to_string();
         if flip {
-            let w = Write {
-                change: Change::Modify,
-                entry: entries::config(SwitchConfig {
-                    monitor: true,
-                    mask: m.mask,
-                    epoch: epoch_tag(epoch),
-                }),
-            };
+            let w = entries::epoch_flip(m.mask, epoch_tag(epoch));
             if let Some((_, e)) = m.driver.write(&[w]).await.into_iter().next() {
                 bail!("switch {name}: epoch flip: {e}");
             }

@@ -106,6 +106,18 @@ pub fn config(c: SwitchConfig) -> Entry {
     }
 }
 
+/// A monitor's epoch flip: `switch_config` modified to count and mark in epoch tag `tag`.
+pub fn epoch_flip(mask: u32, tag: u16) -> Write {
+    Write {
+        change: Change::Modify,
+        entry: config(SwitchConfig {
+            monitor: true,
+            mask,
+            epoch: tag,
+        }),
+    }
+}
+
 /// `ecmp_mul0..3` for pathBF mask `mask`: 4 × 256 entries.
 pub fn mul_entries(mask: u32) -> Vec<Entry> {
     let tables = [

@@ -4,9 +4,9 @@
 use super::slot::{configure, ensure_up, first_failure, Up};
 use super::{Clock, SwitchFabric};
 use crate::driver::SwitchDriver;
-use crate::entries::{self, Change, Write};
+use crate::entries;
 use canary_core::fabric::{SwitchError, SwitchResult};
-use canary_core::model::{epoch_tag, SwitchConfig};
+use canary_core::model::epoch_tag;
 use canary_core::topo::SwitchIx;
 use futures::future::join_all;
 use tracing::Instrument;
@@ -40,15 +40,8 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                     if !slot.monitor {
                         return Ok(up);
                     }
-                    let w = Write {
-                        change: Change::Modify,
-                        entry: entries::config(SwitchConfig {
-                            monitor: true,
-                            mask: slot.mask,
-                            epoch: epoch_tag(epoch),
-                        }),
-                    };
                     let tag = epoch_tag(epoch);
+                    let w = entries::epoch_flip(slot.mask, tag);
                     slot.tags.writing(tag);
                     let failed = slot.driver.write(std::slice::from_ref(&w)).await;
                     first_failure("epoch flip", failed)?;
