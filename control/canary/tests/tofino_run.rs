@@ -36,7 +36,7 @@ async fn canary_run_on_tofino_localizes_a_lossy_link() {
         .args(["run", "--target", "tofino", "--topology", "fattree:4"])
         .arg("--switches")
         .arg(&switches)
-        .args(["--epochs", &EPOCHS.to_string(), "--epoch-ms", "1000"])
+        .args(["--epochs", &EPOCHS.to_string(), "--epoch-ms", "2000"])
         .args(["--drain-ms", "20", "--alpha", "300", "--beta", "20"])
         .arg("--faults")
         .arg(dir.path().join("faults.yaml"))
