@@ -225,3 +225,48 @@ fn a_seeded_plan_of_faults_is_survived() {
         );
     }
 }
+
+/// An operator drains a link in the forwarding Canary owns (`canary run --out-of-service`):
+/// the switches' routes and ECMP groups are rewritten in place, the plane's flows follow the
+/// new tables, nothing is blamed for the move, and the report says the link is out of service.
+/// Put back, it is counted again.
+#[test]
+fn a_link_taken_out_of_service_moves_its_flows_and_blames_nothing() {
+    let mut rig = Rig::new(8);
+    rig.epochs(4);
+    let drained = ["agg1_0", "core0"];
+    let link = rig.topo.link_by_names(drained[0], drained[1]).unwrap();
+    let rewritten = rig
+        .rt
+        .block_on(rig.fabric.set_out_of_service(&[link]))
+        .unwrap();
+    // Both ends and every switch that routed through it: agg1_0, core0, and the pod's edges
+    // and the other pods' aggregation switches behind core0.
+    assert!(rewritten.len() >= 4, "{rewritten:?}");
+    rig.epochs(8);
+    let back_at = rig.reports.len();
+    rig.rt.block_on(rig.fabric.set_out_of_service(&[])).unwrap();
+    rig.epochs(6);
+    rig.assert_clean();
+    let named = |r: &canary_controller::report::EpochReport| {
+        r.out_of_service
+            .iter()
+            .any(|l| l == &drained.map(String::from))
+    };
+    let age = |r: &canary_controller::report::EpochReport| {
+        r.evidence_map
+            .links
+            .iter()
+            .find(|e| e.link == drained.map(String::from))
+            .map_or(u64::MAX, |e| e.age_epochs)
+    };
+    for r in &rig.reports[4..back_at] {
+        assert!(named(r), "epoch {}: {:?}", r.epoch, r.out_of_service);
+    }
+    // No segment through the drained link counts packets once the epochs of the move are
+    // over: its evidence only ages.
+    let ages: Vec<u64> = rig.reports[6..back_at].iter().map(age).collect();
+    assert!(ages.windows(2).all(|w| w[1] == w[0] + 1), "{ages:?}");
+    let last = rig.reports.last().unwrap();
+    assert!(!named(last) && age(last) == 0, "{:?}", last.evidence_map);
+}

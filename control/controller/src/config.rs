@@ -14,7 +14,7 @@ mod load;
 mod serde_str;
 
 pub use check::{Invalid, Names};
-pub use load::{load, Loaded};
+pub use load::{load, pipeline_yaml, Loaded};
 
 use crate::cluster::wire::Parts;
 use crate::cluster::ClusterConfig;
@@ -295,6 +295,10 @@ pub struct RunConfig {
     /// is not scored.
     #[arg(long)]
     pub faults: Option<String>,
+    /// Links out of service in the forwarding Canary owns (YAML: the fault file's
+    /// `out_of_service: true` entries), read again when it changes. Not with --role.
+    #[arg(long, value_name = "FILE")]
+    pub out_of_service: Option<PathBuf>,
     /// Serve Prometheus metrics at http://ADDR/metrics, e.g. 127.0.0.1:9464.
     #[arg(long, value_name = "ADDR")]
     pub metrics: Option<String>,
@@ -354,6 +358,7 @@ impl Default for RunConfig {
             json: None,
             incidents: None,
             faults: None,
+            out_of_service: None,
             metrics: None,
             serve: None,
             pipeline: Pipeline::default(),
@@ -369,15 +374,6 @@ impl Default for RunConfig {
             quiet: false,
         }
     }
-}
-
-/// A pipeline as the `pipeline:` section of a configuration file (`--print-config`).
-pub fn pipeline_yaml(p: &Pipeline) -> String {
-    #[derive(Serialize)]
-    struct Section<'a> {
-        pipeline: &'a Pipeline,
-    }
-    serde_norway::to_string(&Section { pipeline: p }).expect("a pipeline serializes")
 }
 
 impl RunConfig {

@@ -9,6 +9,7 @@
 //! Prometheus metrics.
 
 mod fabric_loop;
+mod out_of_service;
 mod p4;
 mod sink;
 mod targets;
@@ -70,6 +71,8 @@ pub struct RunOptions {
     pub incidents: Option<PathBuf>,
     /// Injected faults, to score the run against (testbeds).
     pub faults: Option<String>,
+    /// Links out of service in Canary's forwarding (`--out-of-service`).
+    pub out_of_service: Option<PathBuf>,
     pub metrics: Option<String>,
     /// Serve the live page here.
     pub http: Option<String>,
@@ -114,6 +117,7 @@ impl RunOptions {
                 None => c.report.as_deref().map(incidents::default_path),
             },
             faults: c.faults.clone(),
+            out_of_service: c.out_of_service.clone(),
             metrics: c.metrics.clone(),
             http: c.serve.clone(),
             pipeline: c.pipeline.clone(),

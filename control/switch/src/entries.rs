@@ -338,5 +338,8 @@ pub fn read_rule(e: &Entry) -> Result<ReadRule, String> {
     }
 }
 
+mod rewrite;
+pub use rewrite::forwarding_rewrite;
+
 #[cfg(test)]
 mod tests;

@@ -21,11 +21,14 @@ mod clock;
 mod connect;
 mod flip;
 mod harvest;
+mod maintenance;
 mod slot;
 mod waves;
 
 pub use clock::{Clock, WallClock};
 pub use connect::ConnectError;
+use maintenance::Maintenance;
+pub use maintenance::OutOfServiceError;
 use slot::{Rules, Slot};
 
 use crate::driver::SwitchDriver;
@@ -91,6 +94,8 @@ pub struct SwitchFabric<D, C = WallClock> {
     lease: Option<SwitchIx>,
     /// The switches' ports, as the forwarding Canary installs is laid out on them.
     ports: PortMap,
+    /// Links out of service in the forwarding Canary installs, and the switches it moved.
+    maintenance: Maintenance,
     pub counters: FabricCounters,
 }
 
@@ -131,6 +136,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
                     up: false,
                     tags: Default::default(),
                     dropped_seen: 0,
+                    forwarding_unsure: false,
                 }
             })
             .collect();
@@ -145,6 +151,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             demoted: None,
             lease: None,
             ports: ports.clone(),
+            maintenance: Maintenance::new(topo),
             counters: FabricCounters::default(),
         }
     }
@@ -162,6 +169,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             demoted: self.demoted,
             lease: self.lease,
             ports: self.ports,
+            maintenance: self.maintenance,
             counters: self.counters,
         }
     }
@@ -283,6 +291,14 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
 
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         std::mem::take(&mut self.events)
+    }
+
+    async fn take_forwarding_changes(&mut self) -> Vec<SwitchIx> {
+        self.maintenance.take_changed()
+    }
+
+    fn out_of_service(&self) -> Vec<canary_core::topo::LinkIx> {
+        self.maintenance.out.clone()
     }
 
     fn own_forwarding(&self) -> Option<PortMap> {

@@ -72,6 +72,12 @@ impl Fabric for Checked<'_> {
     async fn health(&mut self) -> Vec<(SwitchIx, SwitchError)> {
         self.inner.health().await
     }
+    async fn take_forwarding_changes(&mut self) -> Vec<SwitchIx> {
+        self.inner.take_forwarding_changes().await
+    }
+    fn out_of_service(&self) -> Vec<canary_core::topo::LinkIx> {
+        self.inner.out_of_service()
+    }
 }
 
 impl Checked<'_> {

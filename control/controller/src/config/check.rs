@@ -249,6 +249,14 @@ impl RunConfig {
                 }
             }
         }
+        if let (Some(f), false) = (&self.out_of_service, self.role.is_empty()) {
+            out.push(Invalid::run(
+                "out_of_service",
+                f.display(),
+                "needs Canary to own the forwarding: with a --role, the controller that owns it \
+                 takes links out of service",
+            ));
+        }
         match self.target {
             Target::Tofino => {
                 if let Some(p4) = &self.p4 {

@@ -1,7 +1,8 @@
 //! `canary run --config FILE`: the file read and checked, the flags laid over it.
 
-use super::{Names, RunConfig};
+use super::{Names, Pipeline, RunConfig};
 use crate::error::{Error, Result};
+use serde::Serialize;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 
@@ -68,9 +69,15 @@ fn relative_to(c: &mut RunConfig, dir: &Path) {
             *p = dir.join(&*p);
         }
     };
-    for p in [&mut c.switches, &mut c.p4, &mut c.report, &mut c.json]
-        .into_iter()
-        .flatten()
+    for p in [
+        &mut c.switches,
+        &mut c.p4,
+        &mut c.report,
+        &mut c.json,
+        &mut c.out_of_service,
+    ]
+    .into_iter()
+    .flatten()
     {
         fix(p);
     }
@@ -118,6 +125,15 @@ fn section_of<'a>(v: &'a Value, key: &str) -> Option<Option<&'a str>> {
     top.iter()
         .find(|(_, s)| s.as_object().is_some_and(|o| o.contains_key(key)))
         .map(|(name, _)| Some(name.as_str()))
+}
+
+/// A pipeline as the `pipeline:` section of a configuration file (`--print-config`).
+pub fn pipeline_yaml(p: &Pipeline) -> String {
+    #[derive(Serialize)]
+    struct Section<'a> {
+        pipeline: &'a Pipeline,
+    }
+    serde_norway::to_string(&Section { pipeline: p }).expect("a pipeline serializes")
 }
 
 #[cfg(test)]

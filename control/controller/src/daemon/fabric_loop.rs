@@ -3,6 +3,7 @@
 //! starts one on a fabric of the target's drivers for every term this controller is primary
 //! (`targets`: which drivers, and whether to stand by after being demoted).
 
+use super::out_of_service::OutOfServiceFile;
 use super::sink::Sink;
 use super::{controller_config, RunOptions};
 use crate::cluster::ClusterStages;
@@ -34,6 +35,10 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
     shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
     sink: &mut Sink<'_, F>,
 ) -> Result<Ended> {
+    let mut drained = match &opts.out_of_service {
+        Some(p) => Some(OutOfServiceFile::load(p, &prep.topo)?),
+        None => None,
+    };
     if let Err(e) = fabric.connect(opts.connect_patience).await {
         if let Some(why) = fabric.demoted() {
             sink.metrics.set_primary(false);
@@ -69,6 +74,13 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
     loop {
         if opts.epochs > 0 && sink.epochs.len() - first >= opts.epochs as usize {
             break;
+        }
+        if let Some(d) = &mut drained {
+            // The epoch that counts now is the one the drain starts or ends in.
+            let links = d.links_at(&ctl.topo, ctl.epoch());
+            if let Err(e) = fabric.set_out_of_service(&links).await {
+                tracing::error!("--out-of-service: {e}");
+            }
         }
         let r = tokio::select! {
             r = ctl.run_epoch(&mut fabric) => r,

@@ -97,3 +97,66 @@ fn routes_come_last_and_floods_become_groups() {
         ],
     )));
 }
+
+/// Taking a link out of service and putting it back: the three batches take the entries from
+/// one forwarding to the other exactly, and no route is ever left naming a group or a size
+/// whose entries are gone (new entries come first, routes are deleted before what they name).
+#[test]
+fn a_forwarding_rewrite_reaches_the_new_state_and_never_strands_a_route() {
+    let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+    let tree = FloodTree::new(&topo);
+    let ports = PortMap::canonical(&topo);
+    let out = topo.link_by_names("agg1_0", "core0").unwrap();
+    let view = topo.without_links(&[out, topo.reverse(out)]).unwrap();
+    let state = |t: &canary_core::topo::Topology, s| {
+        let mut st = ForwardingState::of(t, &Routing::new(t), &tree, s, ports.of(s));
+        st.floods = ForwardingState::of(&topo, &Routing::new(&topo), &tree, s, ports.of(s)).floods;
+        forwarding(&st, 0)
+    };
+    let mut rewrote = 0;
+    for s in 0..topo.switches.len() as u32 {
+        let (all, drained) = (state(&topo, s), state(&view, s));
+        for (from, to) in [(&all, &drained), (&drained, &all)] {
+            let mut held: HashMap<(Table, Vec<Key>), Vec<u128>> = from
+                .entries
+                .iter()
+                .map(|e| ((e.table, e.keys.clone()), e.args.clone()))
+                .collect();
+            let batches = forwarding_rewrite(from, to);
+            rewrote += usize::from(batches.iter().any(|b| !b.is_empty()));
+            for (i, batch) in batches.iter().enumerate() {
+                for w in batch {
+                    let k = (w.entry.table, w.entry.keys.clone());
+                    let expected = [Change::Insert, Change::Modify, Change::Delete][i];
+                    assert_eq!(w.change, expected, "{w:?}");
+                    match w.change {
+                        Change::Insert => assert!(held.insert(k, w.entry.args.clone()).is_none()),
+                        Change::Modify => assert!(held.insert(k, w.entry.args.clone()).is_some()),
+                        Change::Delete => assert!(held.remove(&k).is_some()),
+                    }
+                    // Every route held names a group with all its members and a size with its
+                    // remainders.
+                    for ((t, keys), args) in &held {
+                        if *t != Table::IpRoute {
+                            continue;
+                        }
+                        let (g, size) = (args[0], args[1]);
+                        for j in 0..2 * size - 1 {
+                            let member = (Table::EcmpGroup, vec![Key::Exact(g), Key::Exact(j)]);
+                            assert!(held.contains_key(&member), "{keys:?}: {member:?} gone");
+                        }
+                        let rem = (Table::EcmpModHi, vec![Key::Exact(size), Key::Exact(255)]);
+                        assert!(held.contains_key(&rem), "{keys:?}: size {size} gone");
+                    }
+                }
+            }
+            let want: HashMap<(Table, Vec<Key>), Vec<u128>> = to
+                .entries
+                .iter()
+                .map(|e| ((e.table, e.keys.clone()), e.args.clone()))
+                .collect();
+            assert_eq!(held, want, "switch {s}");
+        }
+    }
+    assert!(rewrote >= 8, "{rewrote} rewrites");
+}

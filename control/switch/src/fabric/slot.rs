@@ -32,6 +32,9 @@ pub(super) struct Slot<D> {
     pub(super) up: bool,
     pub(super) tags: Tags,
     pub(super) dropped_seen: u64,
+    /// A rewrite of its forwarding failed part way: what it holds is not known, so it is
+    /// configured afresh before it is used again.
+    pub(super) forwarding_unsure: bool,
 }
 
 /// The epoch tags this controller gave the switch's `switch_config`. Tags only move forward,
@@ -112,6 +115,13 @@ pub(super) async fn ensure_up<D: SwitchDriver>(
     epoch: u64,
     attach_only: bool,
 ) -> Result<Up, SwitchError> {
+    if slot.forwarding_unsure && slot.driver.connected() {
+        tracing::warn!(
+            switch = slot.driver.name(),
+            "its forwarding's rewrite failed part way: configuring it afresh"
+        );
+        return configure(slot, epoch, attach_only).await;
+    }
     if slot.up && slot.driver.connected() {
         if !attach_only
             || slot
@@ -223,6 +233,7 @@ pub(super) async fn configure<D: SwitchDriver>(
     let was = slot.configured;
     slot.configured = true;
     slot.up = true;
+    slot.forwarding_unsure = false;
     Ok(if was { Up::Repushed } else { Up::Fresh })
 }
 
