@@ -265,6 +265,11 @@ done
 cmd=("$canary" run --topology "$topology" --target bmv2 --switches "$state/switches.yaml"
     --p4 "$state/p4" --epoch-ms "$epoch_ms" --epochs "$epochs" --report "$state/report.jsonl"
     --json "$json" --faults "$faults_file" --report-observations "${extra[@]}")
+# Links the fault file takes out of service: Canary's forwarding routes around them
+# (fabric.py wrote them in the syntax --out-of-service reads).
+if [ -e "$state/out_of_service.yaml" ]; then
+    cmd+=(--out-of-service "$state/out_of_service.yaml")
+fi
 say "${cmd[*]}"
 setsid "${cmd[@]}" >"$state/canary.log" 2>&1 </dev/null &
 daemon_pid=$!

@@ -51,13 +51,34 @@ class Schedule:
             self.faults.append(Fault(i, x, y, float(f["loss"]), w.get("from", 0), w.get("until"),
                                      flap.get("period"), flap.get("on", 0),
                                      bool(f.get("corruption")), float(f.get("flows", 1.0))))
+        # Links taken out of service are not faults: `canary run --out-of-service` reroutes
+        # around them in the forwarding it owns (maintenance_yaml), and nothing here drops.
+        self.out_of_service = []
         for o in doc.get("out_of_service", []):
             x, y = o["link"]
-            raise InputError(f"{path}: out_of_service: the testbed cannot take [{x}, {y}] out of "
-                             "service (`canary run` does not enact it on the switches)")
+            w = o["when"]
+            if w.get("flap"):
+                raise InputError(f"{path}: out_of_service [{x}, {y}]: the testbed takes a link "
+                                 "out of service once (from_epoch, until_epoch), not flapping")
+            self.out_of_service.append((x, y, w.get("from", 0), w.get("until")))
         self.table = [set(e["active"]) for e in doc.get("epochs", [])] or [
             set(range(len(self.faults)))]
         self.scheduled = bool(doc.get("scheduled", False))
+
+    def maintenance_yaml(self):
+        """The links out of service as `canary run --out-of-service` reads them (the fault
+        file's syntax); None when there are none."""
+        if not self.out_of_service:
+            return None
+        lines, seen = ["faults:"], set()
+        for x, y, start, until in self.out_of_service:
+            # Canary lists both directions; an entry takes the whole link out.
+            if (y, x, start, until) in seen:
+                continue
+            seen.add((x, y, start, until))
+            end = "" if until is None else f", until_epoch: {until}"
+            lines.append(f"  - {{link: [{x}, {y}], out_of_service: true, from_epoch: {start}{end}}}")
+        return "\n".join(lines) + "\n"
 
     def due(self, f, epoch):
         """Whether fault `f` drops in `epoch`, as canary_core::fault::When::active says."""

@@ -36,6 +36,11 @@ class Fabric:
                 raise InputError(f"{args.faults}: {e}")
             schedule = faults.load(args.faults, args.topology, binary, args.epochs)
         self.faults = schedule.faults
+        # For `canary run --out-of-service` (run.sh passes it when the file is there).
+        maintenance = schedule.maintenance_yaml()
+        if maintenance:
+            with open(os.path.join(self.state, "out_of_service.yaml"), "w") as f:
+                f.write(maintenance)
         self.ports = plan_ports(self.switches, self.links)
         self.injector = faults.Injector(schedule, self.intf, args.loss_method)
         self.hosts = [(h, a, s["name"]) for s in self.switches for h, a, _ in s["hosts"]]

@@ -14,7 +14,7 @@ REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 def doc(*entries, epochs=None, scheduled=True, oos=()):
     fs = [{"link": list(l), "loss": loss, "flows": 1.0, "corruption": False, "device": None,
            "when": {"from": 0, "until": None, "flap": None}} for l, loss in entries]
-    return {"faults": fs, "out_of_service": [{"link": list(l), "when": {}} for l in oos],
+    return {"faults": fs, "out_of_service": [{"link": list(l), "when": w} for l, w in oos],
             "epochs": [{"epoch": e, "active": a} for e, a in enumerate(epochs or [])],
             "scheduled": scheduled}
 
@@ -36,11 +36,30 @@ def test_changes_turn_faults_on_and_off_once():
     assert faults.changes(s, {("c", "d")}, 2) == []
 
 
-def test_a_link_twice_and_a_link_out_of_service_are_refused():
+def test_a_link_twice_and_a_flapping_link_out_of_service_are_refused():
     with pytest.raises(InputError, match=r"F: link \[a, b\] is given twice"):
         faults.Schedule(doc((("a", "b"), 0.1), (("a", "b"), 0.2)), "F")
-    with pytest.raises(InputError, match=r"F: out_of_service: .*\[a, b\]"):
-        faults.Schedule(doc(oos=[("a", "b")]), "F")
+    flap = {"from": 0, "until": None, "flap": {"period": 4, "on": 2}}
+    with pytest.raises(InputError, match=r"F: out_of_service \[a, b\]: .*not flapping"):
+        faults.Schedule(doc(oos=[(("a", "b"), flap)]), "F")
+
+
+def test_links_out_of_service_drop_nothing_and_go_to_canary_run_as_it_reads_them(
+        canary_bin, tmp_path):
+    topo = tmp_path / "k4.yaml"
+    with open(topo, "w") as f:
+        import subprocess
+        subprocess.run([canary_bin, "topology", "fattree:4"], stdout=f, check=True)
+    path = os.path.join(REPO, "testbed/faults/k4-out-of-service.yaml")
+    s = faults.load(path, str(topo), canary_bin, 12)
+    assert s.faults == []
+    assert sorted(s.out_of_service) == [("agg1_0", "core0", 4, 9), ("core0", "agg1_0", 4, 9)]
+    # What fabric.py writes for `canary run --out-of-service`, resolved by canary again.
+    again = tmp_path / "oos.yaml"
+    again.write_text(s.maintenance_yaml())
+    assert s.maintenance_yaml().count("out_of_service: true") == 1
+    assert faults.load(str(again), str(topo), canary_bin, 12).out_of_service == s.out_of_service
+    assert faults.Schedule({}).maintenance_yaml() is None
 
 
 def test_no_fault_file_is_no_fault():
@@ -81,7 +100,7 @@ def test_every_fault_file_of_the_testbed_resolves(canary_bin, tmp_path):
     for name in sorted(os.listdir(os.path.join(REPO, "testbed/faults"))):
         t = line2 if name.startswith("line2") else topo
         s = faults.load(os.path.join(REPO, "testbed/faults", name), str(t), canary_bin, 10)
-        assert s.faults, name
+        assert s.faults or s.out_of_service, name
         shapes[name] = [(f.x, f.y, f.flows) for f in s.faults]
     assert shapes["k4-half-the-flows.yaml"] == [("edge1_0", "agg1_1", 0.5)]
     assert ("core0", "agg1_0", 1.0) in shapes["k4-three-links.yaml"]  # both_directions

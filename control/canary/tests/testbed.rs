@@ -10,9 +10,12 @@
 //! line, 100 s for the k=4 fat-tree, whose test also holds the testbed's accounting (every frame
 //! the hosts lost found on a link or inside a switch) and `score.py`'s verdict. The k=4 tests
 //! run one fault file each: two faults, half the flows, a healthy fabric, a fault from epoch 5
-//! to 15, a link dropping every frame from epoch 3 and one dead from the start. What runs no
-//! fabric (the score on written documents, rejected inputs, `--clean`) is `testbed_cli.rs`.
+//! to 15, a link dropping every frame from epoch 3, one dead from the start, and a link taken
+//! out of service and put back (`testbed_cases/`). What runs no fabric (the score on written
+//! documents, rejected inputs, `--clean`) is `testbed_cli.rs`.
 
+#[path = "testbed_cases/out_of_service.rs"]
+mod out_of_service;
 mod testbed_kit;
 
 use std::path::Path;

@@ -195,6 +195,7 @@ fn refuse_role_on_tofino(opts: &RunOptions) -> Result<()> {
 }
 
 /// The injected faults to score the run against (none without `--faults`, or with `none`).
+/// Links the file takes out of service are not faults (`--out-of-service` enacts them).
 fn load_faults(opts: &RunOptions, topo: &Topology) -> Result<Vec<Fault>> {
     Ok(match &opts.faults {
         None => vec![],
@@ -202,7 +203,7 @@ fn load_faults(opts: &RunOptions, topo: &Topology) -> Result<Vec<Fault>> {
         Some(f) => {
             let text = std::fs::read_to_string(f)
                 .map_err(|e| Error::io(format!("cannot read fault file {f}"), e))?;
-            fault::parse(f, &text, topo)?
+            fault::split_out_of_service(fault::parse(f, &text, topo)?).0
         }
     })
 }
