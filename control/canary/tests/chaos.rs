@@ -15,7 +15,7 @@ mod chaos_lab;
 use canary_controller::setup::prepare;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::SwitchIx;
-use canary_switch::drivers::chaos::{ChaosPlan, Fault};
+use canary_doubles::chaos::{ChaosPlan, Fault};
 use chaos_lab::{mentions, Rig, EPOCH};
 use std::time::Duration;
 

@@ -15,8 +15,8 @@ mod chaos_lab;
 use canary_controller::report::EpochReport;
 use canary_controller::standby;
 use canary_core::fabric::Fabric;
+use canary_doubles::chaos::Fault;
 use canary_switch::driver::Arbitrated;
-use canary_switch::drivers::chaos::Fault;
 use chaos_lab::{mentions, only_the_lossy_link_blamed, Rig, EPOCH, PROBE_EVERY};
 
 fn print(reports: &[EpochReport]) {

@@ -1,5 +1,5 @@
 //! `canary run --target tofino` end to end, the binary as a user starts it, against one BF
-//! Runtime server per switch of a k=4 fat-tree (`canary_switch::bfrt_model`). Each server holds
+//! Runtime server per switch of a k=4 fat-tree (`canary_doubles::bfrt_model`). Each server holds
 //! every request to the real compiler's `bfrt.json` of the TNA program (kept equal to a fresh
 //! compile by `tna_compile` when bf-p4c is on PATH) and stands in front of the reference model
 //! of one switch; all twenty share one simulated data plane that carries traffic in real time

@@ -12,7 +12,7 @@ mod tofino_lab;
 use bfrt_proto::bfrt::WriteRequest;
 use canary_core::fabric::Fabric;
 use canary_core::topo::SwitchIx;
-use canary_switch::bfrt_model::Wire;
+use canary_doubles::bfrt_model::Wire;
 use canary_switch::contract::Program;
 use canary_switch::drivers::bfruntime;
 use prost::Message;

@@ -4,7 +4,7 @@
 //! torn harvests, rule IDs, decoding) is the fabric's, written once.
 //!
 //! Implemented by BMv2 (P4Runtime + Thrift, [`crate::drivers::bmv2`]), Tofino (BF Runtime,
-//! [`crate::drivers::tofino`]) and the chaos driver ([`crate::drivers::chaos`]: the reference
+//! [`crate::drivers::tofino`]) and the chaos driver (`canary_doubles::chaos`: the reference
 //! model of a switch with injected faults).
 
 use crate::contract::Program;

@@ -11,7 +11,6 @@ use crate::contract::ContractError;
 use crate::driver::DriverError;
 use crate::fabric::ConnectError;
 use crate::meters::HarvestError;
-use crate::model_target::ModelWriteError;
 use crate::p4info::P4InfoError;
 use crate::p4rt::P4RtError;
 use crate::switches::SwitchesError;
@@ -34,8 +33,6 @@ pub enum Error {
     P4Rt(#[from] P4RtError),
     #[error(transparent)]
     Thrift(#[from] ThriftError),
-    #[error(transparent)]
-    ModelWrite(#[from] ModelWriteError),
     #[error(transparent)]
     Core(#[from] canary_core::Error),
 }

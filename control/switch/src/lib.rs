@@ -5,19 +5,15 @@
 //! * [`entries`]: what Canary writes (forwarding, configuration, rules), before any wire format.
 //! * [`rule_ids`], [`meters`]: the rule IDs the meters store, and the one decoder of a switch's
 //!   meter registers into one epoch's meters.
-//! * [`model_target`]: the reference model as a switch target (the chaos driver's switch, and the
-//!   model-backed BF Runtime server's).
 //! * [`switches`]: the switches file (endpoints and ports), checked against the topology.
 //! * [`driver`], [`fabric`], [`drivers`]: the driver interface, the generic fabric over it, and
-//!   the drivers: BMv2, Tofino (BF Runtime) and chaos (the reference model with faults).
-//! * [`bfrt_model`]: a BF Runtime server in front of the reference model, holding every request
-//!   to the compiler's `bfrt.json` (where no Tofino can be had).
+//!   the drivers: BMv2 and Tofino (BF Runtime). The test doubles (the chaos driver, a BF Runtime
+//!   server in front of the reference model) are the crate canary-doubles.
 //! * [`roles`], [`role_gateway`]: P4Runtime roles (which controller writes what), and a
 //!   P4Runtime server that enforces them in front of a switch whose own server has none (BMv2).
 //! * [`p4info`], [`p4rt`], [`bmv2_thrift`]: the transports (P4Runtime, BMv2's Thrift register
 //!   calls).
 
-pub mod bfrt_model;
 pub mod bmv2_thrift;
 pub mod contract;
 pub mod driver;
@@ -26,7 +22,6 @@ pub mod entries;
 mod error;
 pub mod fabric;
 pub mod meters;
-pub mod model_target;
 pub mod p4info;
 pub mod p4rt;
 pub mod role_gateway;

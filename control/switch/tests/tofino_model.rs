@@ -1,5 +1,5 @@
 //! The Tofino driver over real gRPC against model switches that speak BF Runtime
-//! (`canary_switch::bfrt_model`) and hold every request to the compiler's `bfrt.json` of the TNA
+//! (`canary_doubles::bfrt_model`) and hold every request to the compiler's `bfrt.json` of the TNA
 //! program (`testdata/tna/bfrt.json`, kept equal to a fresh compile by `tna_compile`).
 //!
 //! No Tofino (hardware or model) can be had here, so this is the closest check of the Tofino

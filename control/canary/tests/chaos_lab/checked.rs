@@ -9,7 +9,7 @@ use canary_core::fabric::{
 use canary_core::model::epoch_tag;
 use canary_core::sketch::{DsmBucket, UsmBucket};
 use canary_core::topo::{SwitchIx, Topology};
-use canary_switch::drivers::chaos::Plane;
+use canary_doubles::chaos::Plane;
 use canary_switch::rule_ids::RuleKey;
 use std::time::Duration;
 

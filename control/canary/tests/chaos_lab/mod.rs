@@ -18,11 +18,9 @@ use canary_controller::standby;
 use canary_core::fabric::RuleOp;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::{PortMap, SwitchIx, Topology};
+use canary_doubles::chaos::{ChaosDriver, ChaosOptions, Fault, Lifeline, Plane, PlaneClock};
 use canary_sim::{SimConfig, SimFabric};
 use canary_switch::contract::Program;
-use canary_switch::drivers::chaos::{
-    ChaosDriver, ChaosOptions, Fault, Lifeline, Plane, PlaneClock,
-};
 use canary_switch::fabric::{FabricOptions, SwitchFabric};
 use canary_switch::p4info::P4InfoFile;
 use std::sync::{Arc, Mutex};

@@ -8,7 +8,7 @@ use canary_controller::report::EpochReport;
 use canary_controller::standby;
 use canary_core::fabric::Fabric;
 use canary_core::topo::SwitchIx;
-use canary_switch::drivers::chaos::{ChaosDriver, Lifeline, Plane};
+use canary_doubles::chaos::{ChaosDriver, Lifeline, Plane};
 use canary_switch::fabric::Clock;
 use std::time::Duration;
 

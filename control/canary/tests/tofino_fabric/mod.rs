@@ -1,4 +1,4 @@
-//! Twenty BF Runtime model servers of a k=4 fat-tree (`canary_switch::bfrt_model`) over one
+//! Twenty BF Runtime model servers of a k=4 fat-tree (`canary_doubles::bfrt_model`) over one
 //! simulated data plane that carries traffic in real time, with 10 % loss one way on
 //! edge1_0→agg1_1: what `canary run --target tofino` runs against in the tests.
 #![allow(dead_code)]
@@ -6,10 +6,10 @@
 use canary_controller::setup::{load_topology, prepare};
 use canary_core::fault;
 use canary_core::topo::{PortMap, SwitchIx};
+use canary_doubles::bfrt_model::BfrtModelSwitch;
+use canary_doubles::chaos::Plane;
 use canary_sim::{SimConfig, SimFabric};
-use canary_switch::bfrt_model::BfrtModelSwitch;
 use canary_switch::contract::Program;
-use canary_switch::drivers::chaos::Plane;
 use canary_switch::switches::entry_yaml;
 use rand::SeedableRng;
 use std::path::Path;

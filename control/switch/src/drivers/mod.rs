@@ -2,6 +2,5 @@
 
 pub mod bfruntime;
 pub mod bmv2;
-pub mod chaos;
 pub mod p4runtime;
 pub mod tofino;

@@ -1,8 +1,8 @@
 //! [`PlaneClock`]: the simulated data plane's time, as the fabric above the chaos drivers sees it.
 
 use super::{lock, Plane};
-use crate::fabric::Clock;
 use canary_core::fabric::Fabric;
+use canary_switch::fabric::Clock;
 use std::time::Duration;
 
 /// The data plane's clock: waiting lets its traffic flow. Time moves in steps of at most

@@ -1,9 +1,9 @@
 //! A chaos driver's rule writes and meter reads, with the faults that touch them.
 
 use super::{lock, ChaosDriver};
-use crate::driver::DriverError;
-use crate::entries::Write;
-use crate::meters::MeterCells;
+use canary_switch::driver::DriverError;
+use canary_switch::entries::Write;
+use canary_switch::meters::MeterCells;
 
 impl ChaosDriver {
     pub(super) async fn write_now(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
@@ -16,9 +16,9 @@ impl ChaosDriver {
         for (i, w) in writes.iter().enumerate() {
             let rule = matches!(
                 w.entry.table,
-                crate::contract::Table::Usm
-                    | crate::contract::Table::Dsm
-                    | crate::contract::Table::Hh
+                canary_switch::contract::Table::Usm
+                    | canary_switch::contract::Table::Dsm
+                    | canary_switch::contract::Table::Hh
             );
             if rule && self.refuse_writes > 0 {
                 self.refuse_writes -= 1;

@@ -2,9 +2,9 @@
 //! model's [`ForwardingState`].
 
 use super::ModelTables;
-use crate::entries::RID_TO_HOST;
 use canary_core::flow::Addr;
 use canary_core::topo::{Flood, ForwardingState, Prefix, Replica, Route};
+use canary_switch::entries::RID_TO_HOST;
 use std::collections::BTreeMap;
 
 impl ModelTables {

@@ -2,12 +2,12 @@
 //! (one copy per pipe, all traffic in pipe 0), as `bf_switchd` would answer them.
 
 use super::{lock, BfrtModelSwitch};
-use crate::contract::Table;
-use crate::drivers::bfruntime;
-use crate::meters::MeterCells;
 use bfrt_proto::bfrt::{
     data_field, key_field, table_entry, DataField, KeyField, TableData, TableEntry, TableKey,
 };
+use canary_switch::contract::Table;
+use canary_switch::drivers::bfruntime;
+use canary_switch::meters::MeterCells;
 use tonic::Status;
 
 impl BfrtModelSwitch {
@@ -30,7 +30,7 @@ impl BfrtModelSwitch {
         let mut out = Vec::new();
         for r in installed.rules {
             let (op, id) = r.install(0);
-            let entry = crate::entries::rule(&op, id, false).entry;
+            let entry = canary_switch::entries::rule(&op, id, false).entry;
             if entry.table == table {
                 out.push(
                     bfruntime::table_entry(&self.program, &entry)
@@ -64,7 +64,7 @@ impl BfrtModelSwitch {
                 return Err(Status::unimplemented("default entries of other tables"));
             }
             let config = lock(&self.plane).switch_mut(self.ix).config();
-            let e = crate::entries::config(config);
+            let e = canary_switch::entries::config(config);
             return bfruntime::table_entry(&self.program, &e)
                 .map(|x| vec![x])
                 .map_err(|e| Status::internal(e.to_string()));
@@ -77,34 +77,35 @@ impl BfrtModelSwitch {
             let mut plane = lock(&self.plane);
             inner.tables.meter_cells(plane.switch_mut(self.ix))
         });
-        let (reg, values): (&crate::contract::Register, Vec<Vec<u32>>) = if let Some((i, row)) =
-            self.program
+        let (reg, values): (&canary_switch::contract::Register, Vec<Vec<u32>>) =
+            if let Some((i, row)) = self
+                .program
                 .meters
                 .usm
                 .iter()
                 .chain(&self.program.meters.dsm)
                 .enumerate()
                 .find(|(_, r)| r.id.id == te.table_id || r.count.id == te.table_id)
-        {
-            let rows = self.program.meters.usm.len();
-            let cells = if i < rows {
-                &meters.usm[i]
+            {
+                let rows = self.program.meters.usm.len();
+                let cells = if i < rows {
+                    &meters.usm[i]
+                } else {
+                    &meters.dsm[i - rows]
+                };
+                if row.id.id == te.table_id {
+                    (&row.id, vec![cells.id_tag.clone(), cells.id.clone()])
+                } else {
+                    (&row.count, vec![cells.count.clone()])
+                }
+            } else if let Some(r) = self.program.hashpipe.iter().find(|r| r.id == te.table_id) {
+                (r, r.members.iter().map(|_| vec![0; r.size]).collect())
             } else {
-                &meters.dsm[i - rows]
+                return Err(Status::not_found(format!(
+                    "{}: not a register of the program",
+                    t.name
+                )));
             };
-            if row.id.id == te.table_id {
-                (&row.id, vec![cells.id_tag.clone(), cells.id.clone()])
-            } else {
-                (&row.count, vec![cells.count.clone()])
-            }
-        } else if let Some(r) = self.program.hashpipe.iter().find(|r| r.id == te.table_id) {
-            (r, r.members.iter().map(|_| vec![0; r.size]).collect())
-        } else {
-            return Err(Status::not_found(format!(
-                "{}: not a register of the program",
-                t.name
-            )));
-        };
         let ix = reg.index.ok_or_else(|| Status::internal("no index"))?;
         let mut out = Vec::with_capacity(reg.size);
         for i in 0..reg.size {

@@ -3,13 +3,13 @@
 //! is there, or a modify or delete of one that is not, refused.
 
 use super::{ModelTables, ModelWriteError};
-use crate::contract::Table;
-use crate::entries::{Change, Entry, Key, Write};
-use crate::rule_ids::RuleKey;
 use canary_core::fabric::RuleOp;
 use canary_core::flow::Addr;
 use canary_core::model::{epoch_window, SwitchConfig, SwitchModel};
 use canary_core::FlowId;
+use canary_switch::contract::Table;
+use canary_switch::entries::{Change, Entry, Key, Write};
+use canary_switch::rule_ids::RuleKey;
 use std::collections::{BTreeMap, BTreeSet};
 
 impl ModelTables {

@@ -11,13 +11,13 @@
 mod forwarding;
 mod writes;
 
-use crate::contract::Table;
-use crate::entries::{Key, McGroup, Write};
-use crate::meters::{self, Cell, MeterCells};
-use crate::rule_ids::RuleKey;
 use canary_core::fabric::RuleOp;
 use canary_core::model::{SwitchConfig, SwitchModel};
 use canary_core::sketch::{Dsm, Usm};
+use canary_switch::contract::Table;
+use canary_switch::entries::{Key, McGroup, Write};
+use canary_switch::meters::{self, Cell, MeterCells};
+use canary_switch::rule_ids::RuleKey;
 use std::collections::{BTreeMap, BTreeSet, HashMap};
 
 /// A write the program refuses, as a switch would say it.
@@ -98,8 +98,8 @@ impl ModelTables {
     }
 
     /// Canary's rules and configuration as a switch answers a read of its tables.
-    pub fn read_installed(&self, model: &SwitchModel) -> crate::driver::Installed {
-        use crate::entries::ReadRule;
+    pub fn read_installed(&self, model: &SwitchModel) -> canary_switch::driver::Installed {
+        use canary_switch::entries::ReadRule;
         let id = |k: &RuleKey| self.ids.get(k).copied().unwrap_or(0);
         let rules = model
             .installed()
@@ -121,11 +121,11 @@ impl ModelTables {
         let c = model.config();
         // A switch never configured reads back the program's default: no arguments of ours.
         let config = if c.epoch >= 2 {
-            crate::entries::config(c).args
+            canary_switch::entries::config(c).args
         } else {
             vec![]
         };
-        crate::driver::Installed { rules, config }
+        canary_switch::driver::Installed { rules, config }
     }
 
     /// Zeroes meter cells. The model tags a whole parity instance, not each cell, so only the

@@ -31,15 +31,15 @@ pub use clock::PlaneClock;
 pub use faults::{ChaosPlan, Fault};
 pub use lifeline::Lifeline;
 
-use crate::contract::Program;
-use crate::driver::{Arbitrated, Attach, Digests, DriverError, Installed, SwitchDriver};
-use crate::entries::{McGroup, Write};
-use crate::meters::{Cell, MeterCells};
 use crate::model_target::ModelTables;
 use canary_core::fabric::Fabric;
 use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use canary_sim::SimFabric;
+use canary_switch::contract::Program;
+use canary_switch::driver::{Arbitrated, Attach, Digests, DriverError, Installed, SwitchDriver};
+use canary_switch::entries::{McGroup, Write};
+use canary_switch::meters::{Cell, MeterCells};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 

@@ -1,7 +1,4 @@
 use super::*;
-use crate::contract::{MeterRegisters, MeterRow, Register};
-use crate::entries::{self, Change, Entry};
-use crate::rule_ids::RuleIds;
 use canary_core::capacity::Capacity;
 use canary_core::model::{epoch_tag, Shim};
 use canary_core::sketch::FlowHashes;
@@ -9,6 +6,9 @@ use canary_core::topo::{
     fattree::fattree, FloodTree, ForwardingState, MonitorPlacement, PortMap, Routing,
 };
 use canary_core::FlowId;
+use canary_switch::contract::{MeterRegisters, MeterRow, Register};
+use canary_switch::entries::{self, Change, Entry};
+use canary_switch::rule_ids::RuleIds;
 
 fn written(change: Change, entry: Entry) -> Write {
     Write { change, entry }

@@ -3,8 +3,8 @@
 //! groups, and register clears clear the model's meters.
 
 use super::{be, lock, BfrtModelSwitch, Inner};
-use crate::entries::{Change, Entry, Key, McGroup, Write};
 use bfrt_proto::bfrt::{data_field, entity, key_field, table_entry, update, TableEntry, Update};
+use canary_switch::entries::{Change, Entry, Key, McGroup, Write};
 
 impl BfrtModelSwitch {
     /// Applies one update; `Err((true, why))` when it breaks the schema.
@@ -166,7 +166,7 @@ fn key_values(te: &TableEntry) -> Vec<u128> {
 
 /// The contract's write an entry is (checked against the schema already).
 fn to_write(
-    table: &crate::contract::ResolvedTable,
+    table: &canary_switch::contract::ResolvedTable,
     te: &TableEntry,
     kind: update::Type,
 ) -> Result<Write, String> {

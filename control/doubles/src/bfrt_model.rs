@@ -24,14 +24,14 @@ mod read;
 mod schema;
 mod service;
 
-use crate::contract::Program;
-use crate::drivers::chaos::Plane;
+use crate::chaos::Plane;
 use crate::model_target::ModelTables;
 use bfrt_proto::bfrt::{
     self, data_field, stream_message_response, DataField, DigestList, StreamMessageResponse,
     TableData,
 };
 use canary_core::topo::SwitchIx;
+use canary_switch::contract::Program;
 use prost::Message;
 use schema::Schema;
 use std::collections::BTreeMap;
