@@ -97,6 +97,9 @@ pub struct FlowSelector {
     /// already counted (it serves another segment): their first epoch's counts disagree by the
     /// packets sent before the DSM rule was in ([`FlowSelector::take_half_counted`]).
     half_counted: HashSet<(FlowId, SegmentId)>,
+    /// DSM rules (switch, flow, pathBF) whose install failed and that nothing showed on the
+    /// switch since: they may be missing ([`FlowSelector::on_failed`]).
+    dsm_unsure: HashSet<(SwitchIx, FlowId, u32)>,
     /// The forwarding the controller installed, while it is the fabric's ([`predict`]).
     predictor: Option<std::sync::Arc<predict::Predictor>>,
     /// Entry rules by switch ([`entry`]).
@@ -131,6 +134,7 @@ impl FlowSelector {
             parked: HashMap::new(),
             unsettled: HashSet::new(),
             half_counted: HashSet::new(),
+            dsm_unsure: HashSet::new(),
             predictor: None,
             entry: HashMap::new(),
             unseen: HashSet::new(),
@@ -156,6 +160,7 @@ impl FlowSelector {
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
         let ops = std::mem::take(&mut self.deferred);
         self.count_ops(&ops);
+        self.removals_sent(&ops);
         ops
     }
 
@@ -280,7 +285,8 @@ impl FlowSelector {
     }
 
     /// Monitors `flow` on `seg`: its DSM rule, then a USM rule upstream unless another segment's
-    /// flow already has it. False (and counted) when a table is full.
+    /// flow already has it. False when a table is full (counted), or when its DSM rule, whose
+    /// install failed, has a removal held back that must go out first.
     fn start_monitoring(
         &mut self,
         segments: &Segments,
@@ -292,21 +298,16 @@ impl FlowSelector {
     ) -> bool {
         let s = segments.get(seg);
         let (upstream, downstream) = (s.upstream(), s.downstream());
+        let pending = match self.held_back_dsm(downstream, flow, path_bf) {
+            absence::HeldBack::None => None,
+            absence::HeldBack::Kept(i) => Some(i),
+            absence::HeldBack::Unsure => return false,
+        };
         let new_usm = !self.usm_users.contains_key(&(upstream, flow));
         if !new_usm {
             // Its USM counts the whole epoch, its new DSM rule only from the install on.
             self.half_counted.insert((flow, seg));
         }
-        // Its DSM rule may still be there, its removal held back since the flow was retired
-        // here: that rule is kept, or the held-back removal would take the new one away and
-        // the flow, counted upstream, would never be counted downstream again.
-        let pending = self.deferred.iter().position(|op| {
-            *op == RuleOp::RemoveDsm {
-                switch: downstream,
-                flow,
-                path_bf,
-            }
-        });
         let dsm_room = pending.is_some() || self.room(downstream, DSM);
         if !dsm_room || (new_usm && !self.room(upstream, USM)) {
             self.stats.refused_full += 1;
@@ -317,6 +318,7 @@ impl FlowSelector {
                 self.deferred.remove(i);
             }
             None => {
+                self.dsm_unsure.remove(&(downstream, flow, path_bf));
                 ops.push(RuleOp::InstallDsm {
                     switch: downstream,
                     flow,

@@ -78,6 +78,10 @@ impl Fabric for Checked<'_> {
     fn out_of_service(&self) -> Vec<canary_core::topo::LinkIx> {
         self.inner.out_of_service()
     }
+    /// Forwarded, as the daemon's fabric gives it: the controller predicts flows (sentinels).
+    fn own_forwarding(&self) -> Option<canary_core::topo::PortMap> {
+        self.inner.own_forwarding()
+    }
 }
 
 impl Checked<'_> {

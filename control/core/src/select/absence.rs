@@ -10,6 +10,10 @@
 //!   record of the flow monitored there too);
 //! * installing its DSM rule failed.
 //!
+//! A DSM rule whose install failed may be missing until the flow is counted through it: a flow
+//! selected again on its segment before the rule's held-back removal went out does not keep
+//! that rule ([`FlowSelector::held_back_dsm`]).
+//!
 //! The paper's Algorithm 3 reads DSM records only, so a flow that loses every packet leaves no
 //! trace; this is where we depart from it.
 
@@ -19,6 +23,17 @@ use crate::fabric::{HhReport, RuleOp};
 use crate::topo::{SegmentId, Segments, SwitchIx};
 use crate::FlowId;
 use std::collections::{HashMap, HashSet};
+
+/// A held-back removal of the DSM rule a flow selected again on its segment would use.
+pub(super) enum HeldBack {
+    /// None is waiting: the rule is installed afresh.
+    None,
+    /// The removal at this index of the held-back ones: the rule is still there and is kept.
+    Kept(usize),
+    /// The rule's install failed and nothing showed it there since: it may be missing. The
+    /// flow is not selected there again until the removal has gone out.
+    Unsure,
+}
 
 impl FlowSelector {
     /// The monitored flows whose absence at their segment's downstream monitor is loss, in a
@@ -80,6 +95,7 @@ impl FlowSelector {
                 path_bf,
             } = *op
             {
+                self.dsm_unsure.insert((switch, flow, path_bf));
                 for ((f, _), m) in self.flows.iter_mut() {
                     if *f == flow && m.downstream == switch && m.path_bf == path_bf {
                         m.verified = false;
@@ -112,6 +128,8 @@ impl FlowSelector {
             if on.contains(&seg) {
                 m.verified = true;
                 m.predicted = false;
+                // Counted through its DSM rule: the rule is there.
+                self.dsm_unsure.remove(&(m.downstream, flow, m.path_bf));
             } else if on.iter().any(|&o| segments.get(o).upstream() == m.upstream) {
                 m.verified = false;
             }
@@ -142,6 +160,38 @@ impl FlowSelector {
                 .is_some_and(|on| on.iter().any(|&o| o != seg))
             {
                 m.verified = false;
+            }
+        }
+    }
+
+    /// Whether a held-back removal of the DSM rule (`switch`, `flow`, `path_bf`) is waiting, and
+    /// whether the rule can be kept for the flow selected again. Kept, the removal is dropped:
+    /// sent after the new install it would take the rule away, and the flow, counted upstream,
+    /// would never be counted downstream again. A rule whose install failed is not kept: it may
+    /// be missing, and a flow expected at once (a sentinel) would read as lost on its segment.
+    pub(super) fn held_back_dsm(&self, switch: SwitchIx, flow: FlowId, path_bf: u32) -> HeldBack {
+        let removal = RuleOp::RemoveDsm {
+            switch,
+            flow,
+            path_bf,
+        };
+        match self.deferred.iter().position(|op| *op == removal) {
+            None => HeldBack::None,
+            Some(_) if self.dsm_unsure.contains(&(switch, flow, path_bf)) => HeldBack::Unsure,
+            Some(i) => HeldBack::Kept(i),
+        }
+    }
+
+    /// The held-back removals went out: the rules they name are gone, sure or not before.
+    pub(super) fn removals_sent(&mut self, ops: &[RuleOp]) {
+        for op in ops {
+            if let RuleOp::RemoveDsm {
+                switch,
+                flow,
+                path_bf,
+            } = *op
+            {
+                self.dsm_unsure.remove(&(switch, flow, path_bf));
             }
         }
     }

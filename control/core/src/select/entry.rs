@@ -124,7 +124,7 @@ impl FlowSelector {
                         rule.useful += 1;
                     }
                 }
-                // A full table, counted where it refused.
+                // A full table (counted where it refused), or a DSM rule to remove first.
                 Some(false) => {}
             }
         }
@@ -190,7 +190,8 @@ impl FlowSelector {
 
     /// Monitors `flow`, seen at monitor `from`, on the segment the forwarding sends it onto if
     /// that segment is unseen and short of β flows, or short of sentinels; expected at once.
-    /// `None` when the flow is not for such a segment, `Some(false)` when a table is full.
+    /// `None` when the flow is not for such a segment, `Some(false)` when it cannot be monitored
+    /// there now ([`FlowSelector::start_monitoring`]).
     fn monitor_predicted(
         &mut self,
         p: &Predictor,

@@ -196,6 +196,7 @@ impl FlowSelector {
                 });
             } else {
                 self.used(switch, DSM, -1);
+                self.dsm_unsure.remove(&(switch, flow, m.path_bf));
             }
             *self.per_segment.get_mut(&m.segment).expect("counted") -= 1;
         }

@@ -276,3 +276,67 @@ fn an_entry_rule_read_back_from_a_switch_is_taken_over() {
         }]
     );
 }
+
+/// A flow predicted onto a segment whose DSM rule install failed (a refused write, a switch
+/// out of reach) goes idle there and is retired; its DSM removal is held back. Predicted there
+/// again in that epoch, it must not take over that held-back rule, which may never have gone
+/// in: it would be expected at once and, never counted downstream, read as lost. It waits for
+/// the removal to go out and is then monitored afresh, its DSM rule asked for again.
+#[test]
+fn a_flow_whose_dsm_install_failed_does_not_keep_its_held_back_rule_when_predicted_again() {
+    let (t, s, c, all) = setup();
+    let predictor = predict::Predictor::new(&t, &PortMap::canonical(&t), &c.masks);
+    let sw = |n: &str| t.switch(n).unwrap();
+    let core = sw("core1");
+    let dead = s.find(&[core, sw("agg3_0"), sw("edge3_0")]).unwrap();
+    let up = s.find(&[sw("edge1_0"), sw("agg1_0"), core]).unwrap();
+    let mut sel = FlowSelector::new(params());
+    sel.set_predictor(Some(std::sync::Arc::new(predictor.clone())));
+    sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
+    // One flow arrives at core1 every epoch and is sent on onto `dead`, which counts nothing.
+    let f = (0..64u32)
+        .map(|n| FlowId::v4(t.hosts[4].addr, t.hosts[12].addr, 17, 1000 + n as u16, 53))
+        .find(|f| predictor.next_segment(&s, core, f) == Some(dead))
+        .unwrap();
+    let mut det = plenty_but(&s, dead);
+    det.entries.push(MmEntry {
+        flow: f,
+        segment: up,
+        sent: 10,
+        lost: 0,
+    });
+    let install = RuleOp::InstallDsm {
+        switch: s.get(dead).downstream(),
+        flow: f,
+        path_bf: c.segment_bf[dead as usize],
+    };
+    let removal = RuleOp::RemoveDsm {
+        switch: s.get(dead).downstream(),
+        flow: f,
+        path_bf: c.segment_bf[dead as usize],
+    };
+    let is_f = |e: &crate::detect::Expected| e.flow == f && e.segment == dead;
+    assert!(sel.on_epoch(&det, &all, &s, &c).contains(&install));
+    assert!(
+        sel.expected().iter().any(is_f),
+        "predicted: expected at once"
+    );
+    sel.on_failed(std::slice::from_ref(&install));
+    assert!(!sel.expected().iter().any(is_f));
+    // Idle on `dead` for `retire_after` epochs: retired, and at once predicted there again.
+    let mut ops = Vec::new();
+    for _ in 0..params().retire_after {
+        assert_eq!(sel.take_deferred(), vec![]);
+        ops = sel.on_epoch(&det, &all, &s, &c);
+    }
+    assert!(
+        !sel.expected().iter().any(is_f),
+        "expected on a DSM rule that may be missing (ops {ops:?})"
+    );
+    assert!(!sel.flows.contains_key(&(f, dead)));
+    assert_eq!(sel.take_deferred(), vec![removal], "the removal goes out");
+    // The next epoch predicts it afresh: its DSM rule asked for again.
+    let ops = sel.on_epoch(&det, &all, &s, &c);
+    assert!(ops.contains(&install), "{ops:?}");
+    assert!(sel.expected().iter().any(is_f));
+}
