@@ -13,6 +13,7 @@
 mod chaos_lab;
 
 use canary_controller::setup::prepare;
+use canary_core::fabric::RuleOp;
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::SwitchIx;
 use canary_doubles::chaos::{ChaosPlan, Fault};
@@ -58,6 +59,23 @@ fn a_disconnected_switch_is_unreachable_then_resumes_with_its_state() {
     );
     assert_eq!(rig.fabric.counters.repushes, 0);
     assert!(rig.reports.last().unwrap().disturbed.is_empty());
+    // The rule changes asked for while it was out of reach reached it once it was back: it
+    // holds exactly the rules the controller asked for (no stale rule, none missing).
+    let s = rig.sw("edge1_0");
+    // The model holds its rules without its own index.
+    let key = |v: Vec<RuleOp>| {
+        let mut k: Vec<String> = v
+            .iter()
+            .map(|o| format!("{o:?}").replacen(&format!("switch: {s},"), "switch: 0,", 1))
+            .collect();
+        k.sort();
+        k
+    };
+    let (held, wanted) = (
+        key(rig.rules_on_switches()[s as usize].clone()),
+        key(rig.fabric.desired_rules(s)),
+    );
+    assert_eq!(held, wanted, "edge1_0's rules after its outage");
 }
 
 #[test]

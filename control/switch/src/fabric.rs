@@ -22,6 +22,7 @@ mod connect;
 mod flip;
 mod harvest;
 mod maintenance;
+mod reconcile;
 mod slot;
 mod waves;
 
@@ -137,6 +138,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
                     tags: Default::default(),
                     dropped_seen: 0,
                     forwarding_unsure: false,
+                    rules_unsure: false,
                 }
             })
             .collect();
@@ -188,6 +190,14 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
 
     pub fn driver_mut(&mut self, s: SwitchIx) -> &mut D {
         &mut self.slots[s as usize].driver
+    }
+
+    /// The rules the fabric holds for switch `s` (what it should hold), as installs.
+    pub fn desired_rules(&self, s: SwitchIx) -> Vec<canary_core::fabric::RuleOp> {
+        reconcile::desired(&self.slots[s as usize])
+            .into_iter()
+            .map(|(op, _)| op)
+            .collect()
     }
 
     /// The rule IDs of switch `s`.

@@ -35,6 +35,9 @@ pub(super) struct Slot<D> {
     /// A rewrite of its forwarding failed part way: what it holds is not known, so it is
     /// configured afresh before it is used again.
     pub(super) forwarding_unsure: bool,
+    /// Rule changes did not reach it (out of reach): what it holds is read back and brought to
+    /// `rules` when it is back ([`super::reconcile`]).
+    pub(super) rules_unsure: bool,
 }
 
 /// The epoch tags this controller gave the switch's `switch_config`. Tags only move forward,
@@ -142,6 +145,12 @@ pub(super) async fn ensure_up<D: SwitchDriver>(
     if attach == Attach::Kept {
         if slot.configured {
             not_taken_over(slot).await?;
+            if slot.rules_unsure {
+                if !super::reconcile::reconcile(slot).await? {
+                    return configure(slot, epoch, attach_only).await;
+                }
+                slot.rules_unsure = false;
+            }
             slot.up = true;
             return Ok(Up::Same);
         }
@@ -234,6 +243,7 @@ pub(super) async fn configure<D: SwitchDriver>(
     slot.configured = true;
     slot.up = true;
     slot.forwarding_unsure = false;
+    slot.rules_unsure = false;
     Ok(if was { Up::Repushed } else { Up::Fresh })
 }
 

@@ -94,7 +94,8 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             .collect();
         let results = join_all(work.into_iter().map(|(slot, list)| async move {
             if !(slot.up && slot.driver.connected()) {
-                // Kept in the desired rules: the switch gets them when it is configured again.
+                // Kept in the desired rules: the switch gets them when it is back (reconcile).
+                slot.rules_unsure = true;
                 let e =
                     SwitchError::Unreachable(format!("{} is not connected", slot.driver.name()));
                 return list
@@ -103,12 +104,20 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                     .collect::<Vec<_>>();
             }
             let writes: Vec<Write> = list.iter().map(|(_, w)| w.clone()).collect();
-            slot.driver
+            let failed: Vec<(RuleOp, SwitchError)> = slot
+                .driver
                 .write(&writes)
                 .await
                 .into_iter()
                 .filter_map(|(i, e)| list.get(i).map(|(op, _)| (op.clone(), switch_error(e))))
-                .collect()
+                .collect();
+            if failed
+                .iter()
+                .any(|(_, e)| matches!(e, SwitchError::Unreachable(_)))
+            {
+                slot.rules_unsure = true;
+            }
+            failed
         }))
         .await;
         results.into_iter().flatten().collect()
