@@ -91,6 +91,22 @@ impl ForwardingState {
         }
     }
 
+    /// Every switch's state while the physical links `out` are out of service: routes and ECMP
+    /// groups as routing converges on the fabric without them ([`Topology::without_links`]);
+    /// flooding follows `tree`, the whole fabric's, as before (only unicast routes move).
+    pub fn all_without(
+        topo: &Topology,
+        out: &[super::LinkIx],
+        tree: &FloodTree,
+        ports: &super::PortMap,
+    ) -> Result<Vec<Self>, super::TopologyError> {
+        let view = topo.without_links(out)?;
+        let routing = Routing::new(&view);
+        Ok((0..topo.switches.len() as SwitchIx)
+            .map(|s| Self::of(&view, &routing, tree, s, ports.of(s)))
+            .collect())
+    }
+
     /// The distinct ECMP group sizes, ascending (the TNA remainder tables hold 256 entries per
     /// size and table).
     pub fn sizes(&self) -> Vec<u16> {

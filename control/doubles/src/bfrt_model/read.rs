@@ -54,20 +54,7 @@ impl BfrtModelSwitch {
             .get(&te.table_id)
             .ok_or_else(|| Status::not_found(format!("no table with id {}", te.table_id)))?;
         if te.is_default_entry {
-            let table = self
-                .program
-                .tables()
-                .iter()
-                .find(|r| r.id == te.table_id)
-                .ok_or_else(|| Status::invalid_argument(format!("{}: no default entry", t.name)))?;
-            if table.table != Table::SwitchConfig {
-                return Err(Status::unimplemented("default entries of other tables"));
-            }
-            let config = lock(&self.plane).switch_mut(self.ix).config();
-            let e = canary_switch::entries::config(config);
-            return bfruntime::table_entry(&self.program, &e)
-                .map(|x| vec![x])
-                .map_err(|e| Status::internal(e.to_string()));
+            return self.read_default_entry(te.table_id, &t.name);
         }
         if t.kind != "Register" {
             return self.read_rules(te.table_id, &t.name);
@@ -106,11 +93,39 @@ impl BfrtModelSwitch {
                     t.name
                 )));
             };
+        self.register_entries(reg, &values)
+    }
+
+    /// `switch_config`'s default entry (the only default entry a controller reads).
+    fn read_default_entry(&self, table_id: u32, name: &str) -> Result<Vec<TableEntry>, Status> {
+        let table = self
+            .program
+            .tables()
+            .iter()
+            .find(|r| r.id == table_id)
+            .ok_or_else(|| Status::invalid_argument(format!("{name}: no default entry")))?;
+        if table.table != Table::SwitchConfig {
+            return Err(Status::unimplemented("default entries of other tables"));
+        }
+        let config = lock(&self.plane).switch_mut(self.ix).config();
+        let e = canary_switch::entries::config(config);
+        bfruntime::table_entry(&self.program, &e)
+            .map(|x| vec![x])
+            .map_err(|e| Status::internal(e.to_string()))
+    }
+
+    /// Every cell of register `reg` as an entry: `values` per data field, in pipe 0 (the
+    /// other pipes read zeros).
+    fn register_entries(
+        &self,
+        reg: &canary_switch::contract::Register,
+        values: &[Vec<u32>],
+    ) -> Result<Vec<TableEntry>, Status> {
         let ix = reg.index.ok_or_else(|| Status::internal("no index"))?;
         let mut out = Vec::with_capacity(reg.size);
         for i in 0..reg.size {
             let mut fields = Vec::new();
-            for ((_, f), vals) in reg.members.iter().zip(&values) {
+            for ((_, f), vals) in reg.members.iter().zip(values) {
                 for p in 0..self.pipes {
                     let v = if p == 0 {
                         vals.get(i).copied().unwrap_or(0)

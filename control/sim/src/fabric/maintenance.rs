@@ -6,7 +6,7 @@ use super::batch::Batch;
 use super::hosts::Fixed;
 use super::switches::FlowView;
 use super::SimFabric;
-use canary_core::topo::{FloodTree, ForwardingState, LinkIx, Routing, SwitchIx};
+use canary_core::topo::{FloodTree, ForwardingState, LinkIx};
 
 impl SimFabric {
     /// Takes exactly `links` out of service from now on (both directions of each; an empty
@@ -25,16 +25,10 @@ impl SimFabric {
         if links == self.out_of_service {
             return;
         }
-        let view = self
-            .topo
-            .without_links(&links)
-            .expect("links out of service leave the fabric connected");
-        let routing = Routing::new(&view);
         let tree = FloodTree::new(&self.topo);
-        for s in 0..self.topo.switches.len() as SwitchIx {
-            let mut next = ForwardingState::of(&view, &routing, &tree, s, self.ports.of(s));
-            // Flooding follows the whole fabric's tree, as it did: only unicast routes move.
-            next.floods = self.forwarding[s as usize].floods.clone();
+        let states = ForwardingState::all_without(&self.topo, &links, &tree, &self.ports)
+            .expect("links out of service leave the fabric connected");
+        for (s, next) in (0..).zip(states) {
             if next != self.forwarding[s as usize] {
                 let sw = &mut self.net.switches[s as usize];
                 if !self.net.driven {

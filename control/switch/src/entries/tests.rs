@@ -107,16 +107,17 @@ fn a_forwarding_rewrite_reaches_the_new_state_and_never_strands_a_route() {
     let tree = FloodTree::new(&topo);
     let ports = PortMap::canonical(&topo);
     let out = topo.link_by_names("agg1_0", "core0").unwrap();
-    let view = topo.without_links(&[out, topo.reverse(out)]).unwrap();
-    let state = |t: &canary_core::topo::Topology, s| {
-        let mut st = ForwardingState::of(t, &Routing::new(t), &tree, s, ports.of(s));
-        st.floods = ForwardingState::of(&topo, &Routing::new(&topo), &tree, s, ports.of(s)).floods;
-        forwarding(&st, 0)
+    let each = |out: &[u32]| -> Vec<Forwarding> {
+        ForwardingState::all_without(&topo, out, &tree, &ports)
+            .unwrap()
+            .iter()
+            .map(|st| forwarding(st, 0))
+            .collect()
     };
+    let (all, drained) = (each(&[]), each(&[out, topo.reverse(out)]));
     let mut rewrote = 0;
-    for s in 0..topo.switches.len() as u32 {
-        let (all, drained) = (state(&topo, s), state(&view, s));
-        for (from, to) in [(&all, &drained), (&drained, &all)] {
+    for s in 0..topo.switches.len() {
+        for (from, to) in [(&all[s], &drained[s]), (&drained[s], &all[s])] {
             let mut held: HashMap<(Table, Vec<Key>), Vec<u128>> = from
                 .entries
                 .iter()

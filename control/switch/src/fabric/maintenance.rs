@@ -8,7 +8,7 @@ use super::{Clock, SwitchFabric};
 use crate::driver::SwitchDriver;
 use crate::entries::{self, forwarding_rewrite};
 use canary_core::fabric::SwitchError;
-use canary_core::topo::{FloodTree, ForwardingState, LinkIx, Routing, SwitchIx, Topology};
+use canary_core::topo::{FloodTree, ForwardingState, LinkIx, SwitchIx, Topology};
 use futures::future::join_all;
 
 /// Why links could not be taken out of service.
@@ -68,21 +68,17 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
         if out == self.maintenance.out {
             return Ok(Vec::new());
         }
-        let view = topo.without_links(&out).map_err(|_| {
-            let names: Vec<String> = links
-                .iter()
-                .map(|&l| topo.link_names(l).join("—"))
-                .collect();
-            OutOfServiceError::Disconnects(names.join(", "))
-        })?;
-        let (routing, tree) = (Routing::new(&view), FloodTree::new(topo));
-        let full = Routing::new(topo);
+        let tree = FloodTree::new(topo);
+        let states =
+            ForwardingState::all_without(topo, &out, &tree, &self.ports).map_err(|_| {
+                let names: Vec<String> = links
+                    .iter()
+                    .map(|&l| topo.link_names(l).join("—"))
+                    .collect();
+                OutOfServiceError::Disconnects(names.join(", "))
+            })?;
         let mut next = Vec::new();
-        for slot in &self.slots {
-            let ports = self.ports.of(slot.ix);
-            let mut state = ForwardingState::of(&view, &routing, &tree, slot.ix, ports);
-            // Flooding keeps the whole fabric's tree: only unicast routes move.
-            state.floods = ForwardingState::of(topo, &full, &tree, slot.ix, ports).floods;
+        for (slot, state) in self.slots.iter().zip(states) {
             let wanted = entries::forwarding(&state, slot.mask);
             if wanted != slot.forwarding {
                 next.push((slot.ix, wanted));

@@ -11,29 +11,17 @@ use std::collections::HashSet;
 
 /// The rules the fabric holds for the switch, as installs with their IDs (0 for HH rules).
 pub(super) fn desired<D>(slot: &Slot<D>) -> HashSet<(RuleOp, u32)> {
-    let (s, r) = (slot.ix, &slot.rules);
-    let id = |k: &RuleKey| slot.ids.id(k).unwrap_or(0);
-    let dsm = r.dsm.iter().map(|&(flow, path_bf)| {
-        let op = RuleOp::InstallDsm {
-            switch: s,
-            flow,
-            path_bf,
-        };
-        (op, id(&RuleKey::Dsm(flow, path_bf)))
-    });
-    let usm = r.usm.iter().map(|&flow| {
-        let op = RuleOp::InstallUsm { switch: s, flow };
-        (op, id(&RuleKey::Usm(flow)))
-    });
-    let hh = r.hh.iter().map(|(&path_bf, &eta)| {
-        let op = RuleOp::InstallHh {
-            switch: s,
-            path_bf,
-            eta,
-        };
-        (op, 0)
-    });
-    dsm.chain(usm).chain(hh).collect()
+    let id = |op: &RuleOp| match *op {
+        RuleOp::InstallDsm { flow, path_bf, .. } => slot.ids.id(&RuleKey::Dsm(flow, path_bf)),
+        RuleOp::InstallUsm { flow, .. } => slot.ids.id(&RuleKey::Usm(flow)),
+        _ => None,
+    };
+    let ops = slot.rules.installs(slot.ix).into_iter();
+    ops.map(|op| {
+        let id = id(&op).unwrap_or(0);
+        (op, id)
+    })
+    .collect()
 }
 
 /// Reads the switch's rules back and writes the difference to what it should hold: deletes
@@ -54,7 +42,7 @@ pub(super) async fn reconcile<D: SwitchDriver>(slot: &mut Slot<D>) -> Result<boo
     let mut writes: Vec<Write> = held
         .difference(&want)
         .filter(|(op, _)| !hh_kept(op, &want))
-        .map(|(op, id)| entries::rule(&removal(op), *id, false))
+        .map(|(op, id)| entries::rule(&op.as_removal(), *id, false))
         .collect();
     let deleted = writes.len();
     for (op, id) in want.difference(&held) {
@@ -83,24 +71,4 @@ fn hh_kept(op: &RuleOp, other: &HashSet<(RuleOp, u32)>) -> bool {
     other
         .iter()
         .any(|(o, _)| matches!(*o, RuleOp::InstallHh { path_bf: p, .. } if p == path_bf))
-}
-
-/// The removal of an installed rule.
-fn removal(op: &RuleOp) -> RuleOp {
-    match *op {
-        RuleOp::InstallDsm {
-            switch,
-            flow,
-            path_bf,
-        } => RuleOp::RemoveDsm {
-            switch,
-            flow,
-            path_bf,
-        },
-        RuleOp::InstallUsm { switch, flow } => RuleOp::RemoveUsm { switch, flow },
-        RuleOp::InstallHh {
-            switch, path_bf, ..
-        } => RuleOp::RemoveHh { switch, path_bf },
-        ref other => other.clone(),
-    }
 }

@@ -18,6 +18,24 @@ pub(super) struct Rules {
     pub(super) hh: BTreeMap<u32, u32>,
 }
 
+impl Rules {
+    /// Every rule, as its install on switch `s`: DSM rules, then USM, then HH.
+    pub(super) fn installs(&self, s: SwitchIx) -> Vec<RuleOp> {
+        let dsm = self.dsm.iter().map(|&(flow, path_bf)| RuleOp::InstallDsm {
+            switch: s,
+            flow,
+            path_bf,
+        });
+        let usm = (self.usm.iter()).map(|&flow| RuleOp::InstallUsm { switch: s, flow });
+        let hh = self.hh.iter().map(|(&path_bf, &eta)| RuleOp::InstallHh {
+            switch: s,
+            path_bf,
+            eta,
+        });
+        dsm.chain(usm).chain(hh).collect()
+    }
+}
+
 pub(super) struct Slot<D> {
     pub(super) driver: D,
     pub(super) ix: SwitchIx,
@@ -208,26 +226,8 @@ pub(super) async fn configure<D: SwitchDriver>(
         change: Change::Modify,
         entry: config,
     }];
-    let r = &slot.rules;
+    let ops = slot.rules.installs(slot.ix);
     let ids = &mut slot.ids;
-    let mut ops: Vec<RuleOp> = r
-        .dsm
-        .iter()
-        .map(|&(flow, path_bf)| RuleOp::InstallDsm {
-            switch: slot.ix,
-            flow,
-            path_bf,
-        })
-        .collect();
-    ops.extend(r.usm.iter().map(|&flow| RuleOp::InstallUsm {
-        switch: slot.ix,
-        flow,
-    }));
-    ops.extend(r.hh.iter().map(|(&path_bf, &eta)| RuleOp::InstallHh {
-        switch: slot.ix,
-        path_bf,
-        eta,
-    }));
     for op in &ops {
         let id = ids
             .for_op(op)
