@@ -15,7 +15,6 @@ use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
 use canary_core::detect::{SegmentCount, Window, WindowCount};
 use canary_core::fabric::Fabric;
 use canary_core::pathbf::PathBfCodec;
-use canary_core::schedule::{LastShown, WatchPlan};
 use canary_core::select::FlowSelector;
 use canary_core::topo::{LinkIx, PortMap, SegmentId, Segments, SwitchIx, Topology};
 use std::collections::BTreeMap;
@@ -29,16 +28,20 @@ mod evidence;
 mod harvest;
 mod phases;
 mod reports;
-mod rounds;
 mod rules;
+mod stages;
 mod start;
 #[cfg(test)]
 mod tests;
 mod timing;
+mod watching;
 
 pub use config::{localizer_params, ControllerConfig};
+use decision::Judge;
 use epoch_report::{ms, Finished};
 use harvest::Harvested;
+use stages::Stages;
+use watching::Watching;
 
 pub struct Controller {
     pub topo: Topology,
@@ -50,14 +53,10 @@ pub struct Controller {
     pub cfg: ControllerConfig,
     selector: FlowSelector,
     window: Window,
-    decider: Option<Decider>,
-    /// The blamed links' pooled all-clear test, and the links blamed in the last epoch with the
-    /// least their loss has been.
-    link_clearing: Option<LinkClearing>,
-    last_blamed: Vec<(LinkIx, f64)>,
-    /// The links whose pooled all-clear passed this epoch, and the last epoch's verdict: a
-    /// blame holds until a test clears it ([`canary_core::decide::hold`]).
-    links_cleared: Vec<LinkIx>,
+    /// How segments are judged lossy, and blames held.
+    judge: Judge,
+    /// The last epoch's verdict: under the sequential decision a blame holds until a test
+    /// clears it ([`canary_core::decide::hold`]).
     last_verdict: Vec<canary_core::localize::BlamedLink>,
     /// The links this epoch's verdict blames by holding ([`canary_core::decide::hold`]).
     held: Vec<LinkIx>,
@@ -76,16 +75,12 @@ pub struct Controller {
     drain_now: Duration,
     /// Why the next epoch's counts cannot be used (it began under an earlier controller).
     incomplete_next: Option<String>,
-    /// The rounds segments are watched in, when the switches cannot count all at once.
-    plan: Option<WatchPlan>,
-    /// The epoch the plan started in.
-    watch_start: u64,
-    /// Each segment's latest watch (used when watching in rounds).
-    shown: LastShown,
+    /// Every segment every epoch, or in rounds when the switches cannot count all at once.
+    watching: Watching,
     /// When each segment was last counted: the evidence map of each report.
     evidence: EvidenceTracker,
-    /// The epoch's work on a cluster's workers instead of here.
-    cluster: Option<ClusterStages>,
+    /// Where the epoch's decoding, joins and localization run.
+    stages: Stages,
 }
 
 impl Controller {
@@ -95,21 +90,23 @@ impl Controller {
         codec: PathBfCodec,
         cfg: ControllerConfig,
     ) -> Self {
-        let decider = cfg.decision.map(|p| {
-            let links: Vec<Vec<LinkIx>> = segments.list.iter().map(|s| s.links.clone()).collect();
-            Decider::with_links(&links, topo.links.len(), p)
-        });
         let mut evidence = evidence::tracker(&segments, &cfg);
-        if let Some(d) = &decider {
-            evidence = evidence.with_threshold(d.threshold());
-        }
+        let judge = match cfg.decision {
+            Some(p) => {
+                let links: Vec<Vec<LinkIx>> =
+                    segments.list.iter().map(|s| s.links.clone()).collect();
+                let decider = Decider::with_links(&links, topo.links.len(), p);
+                evidence = evidence.with_threshold(decider.threshold());
+                Judge::sequential(decider, LinkClearing::new(&p))
+            }
+            None => Judge::Floor {
+                min_lossy_epochs: cfg.min_lossy_epochs,
+            },
+        };
         Self {
             selector: FlowSelector::new(cfg.selection),
             window: Window::new(cfg.window),
-            decider,
-            link_clearing: cfg.decision.as_ref().map(LinkClearing::new),
-            last_blamed: Vec::new(),
-            links_cleared: Vec::new(),
+            judge,
             last_verdict: Vec::new(),
             held: Vec::new(),
             timeline: LinkTimeline::default(),
@@ -121,11 +118,9 @@ impl Controller {
             last: BTreeMap::new(),
             drain_now: cfg.drain,
             incomplete_next: None,
-            plan: None,
-            watch_start: 0,
-            shown: LastShown::new(segments.len()),
+            watching: Watching::Always,
             evidence,
-            cluster: None,
+            stages: Stages::Here,
             ports: PortMap::canonical(&topo),
             topo,
             segments,
@@ -136,7 +131,7 @@ impl Controller {
 
     /// Runs each epoch's decoding, joins and localization on `cluster`'s workers.
     pub fn set_cluster(&mut self, cluster: ClusterStages) {
-        self.cluster = Some(cluster);
+        self.stages = Stages::Cluster(Box::new(cluster));
     }
 
     /// Per-segment counts of the last epoch.
@@ -148,8 +143,7 @@ impl Controller {
     /// threshold it must reach; `None` under the paper's n′ rule. Summed from a fault's onset:
     /// the epoch it could first have been decided on the packets counted.
     pub fn information(&self, link: LinkIx, q: f64) -> Option<(f64, f64)> {
-        let d = self.decider.as_ref()?;
-        Some((d.link_gain(link, &self.last, q), d.threshold()))
+        self.judge.information(link, &self.last, q)
     }
 
     pub fn monitors(&self) -> Vec<SwitchIx> {
@@ -223,9 +217,7 @@ impl Controller {
             },
         };
         let report = self.epoch_report(fabric, found);
-        if let Some(c) = &mut self.cluster {
-            c.report(&report).await;
-        }
+        self.stages.report(&report).await;
         self.epoch += 1;
         // An epoch that overran (slow harvests under load) is not paid back with a short one.
         self.next_flip = (self.next_flip + self.cfg.epoch).max(fabric.now());

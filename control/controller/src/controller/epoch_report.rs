@@ -82,9 +82,9 @@ impl Controller {
             tables_full: self.tables_full(),
             phases_ms: e.phases,
             incomplete,
-            watch: self.watch_report(),
+            watch: self.watching.report(self.epoch),
             evidence_map: self.evidence_report(&det.segments, &obs),
-            cluster: self.cluster.as_ref().map(|c| c.epoch_report()),
+            cluster: self.stages.epoch_report(),
             observations: self.cfg.report_observations.then_some(obs),
         }
     }

@@ -2,7 +2,7 @@
 //! records as they arrive), and which switches' segments sit the epoch out.
 
 use super::Controller;
-use canary_core::detect::{expected_by_downstream, vanished, SwitchRecords};
+use canary_core::detect::{expected_by_downstream, SwitchRecords};
 use canary_core::fabric::{Fabric, SwitchError};
 use canary_core::topo::SwitchIx;
 use std::collections::{BTreeMap, HashSet};
@@ -86,22 +86,14 @@ impl Controller {
         let expected = expected_by_downstream(&self.segments, &self.selector.expected());
         let none = Vec::new();
         let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
-        let cluster = &mut self.cluster;
+        let stages = &mut self.stages;
         let skip = &*unreachable;
         fabric
             .harvest_each(finished, &mut |s, r| match r {
-                Ok(snap) if !skip.contains(&s) => match cluster {
-                    Some(c) => {
-                        let here = expected.get(&s).unwrap_or(&none);
-                        c.harvested(&snap, vanished(segments, &snap, here).collect())
-                    }
-                    None => records.push(SwitchRecords::decode_expecting(
-                        segments,
-                        codec,
-                        &snap,
-                        expected.get(&s).unwrap_or(&none),
-                    )),
-                },
+                Ok(snap) if !skip.contains(&s) => {
+                    let here = expected.get(&s).unwrap_or(&none);
+                    stages.take(&snap, here, (segments, codec), &mut records);
+                }
                 Ok(_) => {}
                 Err(e) => {
                     tracing::warn!(switch = topo.name_of(s), "harvest failed: {e}");
@@ -110,10 +102,7 @@ impl Controller {
             })
             .await;
         unreachable.extend(failed);
-        let answered = match &self.cluster {
-            Some(c) => c.answered().collect(),
-            None => records.iter().map(|r| r.switch).collect(),
-        };
+        let answered = self.stages.answered(&records);
         // In switch order, whatever order they answered in: the same epoch gives the same
         // entries.
         records.sort_by_key(|r| r.switch);

@@ -2,12 +2,14 @@
 //! (join the records, leave out what outages spoil, decide), localize (blame links, hold the
 //! blames no test cleared), select (flows and their rules for the epoch being counted now).
 
+use super::decision::Decided;
+use super::reports::least_losses;
 use super::Controller;
 use crate::report::RuleCounts;
-use canary_core::decide::{hold, Change, Cleared, Release};
-use canary_core::detect::{join, EpochDetection, Observations, SwitchRecords};
+use canary_core::decide::{Change, Cleared};
+use canary_core::detect::{EpochDetection, Observations, SwitchRecords};
 use canary_core::fabric::{Fabric, HhReport};
-use canary_core::localize::{BlamedLink, Localizer, Verdict};
+use canary_core::localize::Verdict;
 use canary_core::select::SelectionStats;
 use canary_core::topo::{LinkIx, SwitchIx};
 use std::collections::{BTreeMap, HashSet};
@@ -45,10 +47,7 @@ impl Controller {
         drain: Duration,
         events: &mut BTreeMap<SwitchIx, String>,
     ) -> Counted {
-        let mut det = match &mut self.cluster {
-            Some(c) => c.detect(finished).await,
-            None => join(&self.segments, records),
-        };
+        let mut det = self.stages.detect(finished, &self.segments, records).await;
         sit_out_torn(&det, drain, events);
         det.drop_entries(&self.selector.take_half_counted());
         self.adapt_drain(&det);
@@ -59,7 +58,13 @@ impl Controller {
         }
         self.window.push(det.segments.clone());
         self.last = det.segments.clone();
-        let (obs, changes) = self.decide(&det);
+        let Decided { obs, changes } = self.judge.decide(
+            self.epoch,
+            &det,
+            &self.segments,
+            &self.window,
+            &mut self.watching,
+        );
         Counted {
             det,
             incomplete,
@@ -102,18 +107,20 @@ impl Controller {
         // Before the first sweep, a lossy segment's neighbours may not have been counted yet
         // and could not clear its healthy links: nothing is blamed until every round has had
         // its turn (measured at k = 8: 6-8 wrong links per epoch in the first round, none after).
-        let mut verdict = if incomplete || self.first_sweep() {
+        let mut verdict = if incomplete || self.watching.first_sweep(self.epoch) {
             Verdict::default()
         } else {
-            self.localize_observations(finished, obs).await
+            let localizer = self.localizer();
+            (self.stages.localize(finished, obs, localizer, &self.topo)).await
         };
         let mut corrected = BTreeMap::new();
         self.held.clear();
         // An incomplete epoch knows nothing: the blames before it stand for the next one.
         if !incomplete {
-            corrected = self.hold_blames(&mut verdict.blamed);
+            let last = &self.last_verdict;
+            (self.held, corrected) = self.judge.hold(last, &mut verdict.blamed, &self.segments);
             self.last_verdict = verdict.blamed.clone();
-            self.last_blamed = self.least_losses(&verdict, obs);
+            self.judge.blamed(|| least_losses(&verdict, obs));
         }
         let links: Vec<_> = verdict.blamed.iter().map(|b| b.link).collect();
         let cleared = self.timeline.update(self.epoch, &links);
@@ -123,44 +130,6 @@ impl Controller {
             links,
             cleared,
         }
-    }
-
-    /// The localizer's verdict on `obs`, here or on the cluster's workers.
-    async fn localize_observations(&mut self, finished: u64, obs: &Observations) -> Verdict {
-        let ties = self.likelihood_ties();
-        let incumbents = self.incumbents();
-        match &mut self.cluster {
-            Some(c) => {
-                let mut v = c.localize(finished, obs, ties, &incumbents).await;
-                canary_core::localize::name_sick_switches(&self.topo, obs, &mut v);
-                v
-            }
-            None => self.localizer().localize(&self.topo, obs),
-        }
-    }
-
-    /// Under the decision, adds to `blamed` the last epoch's blames no test cleared
-    /// ([`hold`]); the links released because the loss moved, each with the link it moved to.
-    fn hold_blames(&mut self, blamed: &mut Vec<BlamedLink>) -> BTreeMap<LinkIx, LinkIx> {
-        let mut corrected = BTreeMap::new();
-        let Some(d) = &self.decider else {
-            return corrected;
-        };
-        let segs = &self.segments;
-        let held = hold(
-            &self.last_verdict,
-            blamed,
-            &self.links_cleared,
-            |l| d.lossy_through(l),
-            |s| segs.get(s).links.as_slice(),
-        );
-        self.held = held.held;
-        for (l, why) in held.released {
-            if let Release::Corrected { to } = why {
-                corrected.insert(l, to);
-            }
-        }
-        corrected
     }
 
     /// Flow selection on the switches' reports and the epoch's counts, its rule changes
@@ -181,10 +150,8 @@ impl Controller {
         } else {
             answered
         };
-        if let Some(p) = &self.plan {
-            // Rules made now serve the epoch the switches count in since the flip.
-            self.selector.set_watching(Some(p.watched_at(finished + 1)));
-        }
+        // Rules made now serve the epoch the switches count in since the flip.
+        self.watching.steer(&mut self.selector, finished + 1);
         let mut ops = self
             .selector
             .on_reports(reports, &self.segments, &self.codec);

@@ -100,7 +100,7 @@ impl Controller {
     /// not when segments are watched in rounds, where a pin can be older than the loss (at
     /// k = 16 that blamed ten times the healthy link-epochs, docs/testbed.md).
     pub(super) fn likelihood_ties(&self) -> bool {
-        self.cfg.canary.likelihood_ties && self.plan.is_none()
+        self.cfg.canary.likelihood_ties && self.watching.same_epochs()
     }
 
     /// Observations over the whole run so far (every epoch aggregated), each segment tested
@@ -110,18 +110,6 @@ impl Controller {
             Some(p) => total_observations(&self.segments, &self.run_totals, p),
             None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
         }
-    }
-
-    /// Each blamed link with the least its loss has been: the lower end of a 99.7 % interval
-    /// of its estimate, with the packets of the segments through it as trials.
-    pub(super) fn least_losses(&self, v: &Verdict, obs: &Observations) -> Vec<(LinkIx, f64)> {
-        v.blamed
-            .iter()
-            .map(|b| {
-                let sent = sent_through(obs, b.link);
-                (b.link, wilson(b.loss, sent, 3.0)[0])
-            })
-            .collect()
     }
 
     pub(super) fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {
@@ -172,10 +160,7 @@ impl Controller {
                 lost: s.lost,
                 loss: s.lost as f64 / s.sent as f64,
                 used: s.success < 1.0,
-                age: self
-                    .plan
-                    .as_ref()
-                    .and_then(|_| self.shown.age(s.segment, self.epoch)),
+                age: self.watching.age(s.segment, self.epoch),
             })
             .collect()
     }
@@ -228,4 +213,16 @@ fn sent_through(obs: &Observations, link: LinkIx) -> u64 {
         .filter(|s| s.links.contains(&link))
         .map(|s| s.sent)
         .sum()
+}
+
+/// Each blamed link with the least its loss has been: the lower end of a 99.7 % interval of its
+/// estimate, with the packets of the segments through it as trials.
+pub(super) fn least_losses(v: &Verdict, obs: &Observations) -> Vec<(LinkIx, f64)> {
+    v.blamed
+        .iter()
+        .map(|b| {
+            let sent = sent_through(obs, b.link);
+            (b.link, wilson(b.loss, sent, 3.0)[0])
+        })
+        .collect()
 }

@@ -51,10 +51,7 @@ impl Controller {
         };
         let tags: Vec<u16> = resumed.tags.iter().map(|&(_, t)| t).collect();
         self.epoch = resume_epoch(&tags, first);
-        if let Some(p) = &self.plan {
-            self.selector.set_watching(Some(p.watched_at(self.epoch)));
-            self.watch_start = self.epoch;
-        }
+        self.watching.restart(&mut self.selector, self.epoch);
         tracing::info!(
             epoch = self.epoch,
             rules = resumed.rules.len(),
