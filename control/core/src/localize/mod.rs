@@ -54,6 +54,8 @@ mod tests_detector;
 #[cfg(test)]
 mod tests_nbflock;
 #[cfg(test)]
+mod tests_onset;
+#[cfg(test)]
 mod tests_vote007;
 
 pub use canary::{
