@@ -55,19 +55,21 @@ def enough(loss):
     return math.log(20) / -math.log1p(-loss) if 0 < loss < 1 else 0
 
 
-def decide(binary, segments_total, faults, really, through):
+def decide(binary, segments_total, links_total, faults, really, through):
     """Canary's decision on the run's counts, from `canary decision` (the controller's own
-    statistics and defaults: nothing is computed here): per fault link, the packets one segment
-    must carry to show its measured loss (`needed`, inf where none would) and whether each
-    segment through it crossed the decision; and a healthy 2-link segment's loss p0."""
+    statistics and defaults: nothing is computed here): per fault link, the packets its
+    segments must carry to show its measured loss (`needed`, inf where none would) and the
+    segments through it that crossed the decision, alone or with the link's others pooled; and
+    a healthy 2-link segment's loss p0."""
     links = sorted(faults)
     segs = [(l, g) for l in links for g in through.get(l, [])]
     if not links:
         return {}, {}, 0.0
+    counts = lambda gs: [(g["sent"], g["lost"], len(g["segment"]) - 1) for g in gs]  # noqa: E731
     try:
-        d = canary.decision(canary.find(binary), segments_total,
-                            declares=[(g["sent"], g["lost"], len(g["segment"]) - 1)
-                                      for _, g in segs],
+        d = canary.decision(canary.find(binary), segments_total, links_total,
+                            declares=counts(g for _, g in segs),
+                            pooled=[counts(through.get(l, [])) for l in links],
                             needed=[(really[l], 2) for l in links], p0=[2])
     except canary.CanaryError as e:
         sys.exit(f"score: canary decision: {e}")
@@ -76,6 +78,9 @@ def decide(binary, segments_total, faults, really, through):
     for (l, g), yes in zip(segs, d["declares"]):
         if yes:
             crossed.setdefault(l, []).append(g)
+    for l, yes in zip(links, d["pooled"]):
+        if yes:
+            crossed[l] = [g for g in through.get(l, []) if g["lost"] > 0]
     return needed, crossed, d["p0"][0]
 
 
@@ -152,8 +157,8 @@ def main():
         sys.exit(f"score: {a.accounting}: cannot read the testbed's accounting")
     links = (acct or {}).get("links", {})
     switches = (acct or {}).get("switches", {})
-    # Packets Canary's monitored flows carried across each directed link over the run, and the
-    # most any one segment through it carried (Canary decides per segment).
+    # Packets Canary's monitored flows carried across each directed link over the run (its
+    # segments are decided together), and the most any one segment through it carried.
     counted = {}
     most = {}
     through = {}
@@ -166,6 +171,9 @@ def main():
             most[f"{x}->{y}"] = max(most.get(f"{x}->{y}", 0), seg["sent"])
             through.setdefault(f"{x}->{y}", []).append(seg)
     segments_total = max((e.get("segments_total", 0) for e in epochs), default=0)
+    links_total = max((len(e.get("evidence_map", {}).get("links", []))
+                       + len(e.get("evidence_map", {}).get("unwatched", [])) for e in epochs),
+                      default=0)
     first = {}
     for e in epochs:
         for b in e.get("blamed", []):
@@ -221,7 +229,8 @@ def main():
     for link, loss in faults.items():
         carried, lost_here = links.get(link, {}).get("sent"), links.get(link, {}).get("lost")
         really[link] = lost_here / carried if carried and lost_here is not None else loss
-    needed, crossed_by, p0 = decide(a.canary, segments_total, faults, really, through)
+    needed, crossed_by, p0 = decide(a.canary, segments_total, links_total, faults, really,
+                                   through)
 
     print(f"── localization vs injected faults ({len(epochs)} epochs) ──")
     print(f"{'injected fault':<22} {'loss':>7} {'dropped on the link':>22} {'first blamed':>13}  final")
@@ -234,7 +243,7 @@ def main():
         fb = f"epoch {first[link]}" if link in first else "never"
         fin = f"blamed, est. {final[link]['loss']:.4f}" if link in final else "MISSED"
         carried = links.get(link, {}).get("sent")
-        n_counted = most.get(link, 0)
+        n_counted = counted.get(link, [0, 0])[0]
         lost_here = links.get(link, {}).get("lost")
         need = needed[link]
         if carried is not None and carried < enough(loss):
@@ -255,10 +264,10 @@ def main():
                     f"the evidence; Canary counted {n_counted} packets on its busiest segment)")
         elif link not in final and n_counted < need:
             starved.append(link)
-            fin += (f"  (too little evidence: it really lost {really[link]:.2%}; no segment of "
-                    f"Canary's through it carried more than {n_counted} packets, and telling "
-                    f"a {really[link]:.2%} loss from the background on one takes about "
-                    f"{math.ceil(need)})")
+            fin += (f"  (too little evidence: it really lost {really[link]:.2%}; Canary's "
+                    f"segments through it carried {n_counted} packets together (the busiest "
+                    f"{most.get(link, 0)}), and telling a {really[link]:.2%} loss from the "
+                    f"background takes about {math.ceil(need)})")
         if link not in final and link not in starved and carried and really[link] < MOST:
             # What Canary's own flows counted: when no segment through the link lost enough of
             # its packets to cross the decision, missing the fault is the decision working, as
@@ -270,8 +279,9 @@ def main():
             if not crossed and at_most(lost, n, really[link]) >= 1e-3:
                 starved.append(link)
                 busiest = max(segs, key=lambda g: g["sent"], default=None)
-                fin += (f"  (too little evidence in Canary's own counts: no segment through it "
-                        f"lost enough to tell from the background"
+                fin += (f"  (too little evidence in Canary's own counts: no segment through it, "
+                        f"alone or with the link's others, lost enough to tell from the "
+                        f"background"
                         + (f", the busiest {busiest['lost']} of {busiest['sent']}" if busiest
                            else "")
                         + f"; its flows lost {lost} of {n}, within chance of the link's "

@@ -59,11 +59,16 @@ def faults(binary, topology, path, epochs):
                          "--epochs", str(epochs), "--json"])
 
 
-def decision(binary, segments, declares=(), needed=(), p0=()):
-    """The decision's answers: `declares` [(sent, lost, links)], `needed` [(loss, links)], `p0`
-    [links]; lists in the same order, `needed` None where no count would show the loss."""
+def decision(binary, segments, links=0, declares=(), pooled=(), needed=(), p0=()):
+    """The decision's answers for a fabric of `segments` segments crossing `links` links:
+    `declares` [(sent, lost, links)], `pooled` [[(sent, lost, links)]] (one link's segments
+    tested together), `needed` [(loss, links)], `p0` [links]; lists in the same order, `needed`
+    None where no count would show the loss."""
+    seg = lambda s, l, n: {"sent": s, "lost": l, "links": n}  # noqa: E731
     query = {"segments": segments,
-             "declares": [{"sent": s, "lost": l, "links": n} for s, l, n in declares],
+             "links": links,
+             "declares": [seg(*d) for d in declares],
+             "pooled": [[seg(*d) for d in p] for p in pooled],
              "needed": [{"loss": q, "links": n} for q, n in needed],
              "p0": list(p0)}
     return call(binary, ["decision", "--query", "-"], stdin=json.dumps(query))

@@ -69,9 +69,21 @@ def test_too_few_of_canarys_packets_is_too_little_evidence_with_the_count_canary
     said, v, ok = score(tmp_path, run_doc(coverage=[(SEGMENT, 300, 3)]),
                         acct_doc({"agg0_0->core1": (1000, 10)}), canary_bin)
     assert ok, said
-    assert "no segment of Canary's through it carried more than 300 packets" in said
+    assert "segments through it carried 300 packets together" in said
     assert "takes about 628" in said
     assert v["too_little_traffic"] == ["agg0_0->core1"]
+
+
+def test_a_links_segments_are_counted_together(tmp_path, canary_bin):
+    # Two segments through the link, 400 packets and 4 lost each: neither is beyond the
+    # background alone, together they are (canary decision's pooled test), and 800 packets are
+    # more than the 628 a 1 % loss needs. Not blamed, it is a miss, not too little evidence.
+    other = ["edge0_1", "agg0_0", "core1", "agg3_0"]
+    said, v, ok = score(tmp_path, run_doc(coverage=[(SEGMENT, 400, 4), (other, 400, 4)]),
+                        acct_doc({"agg0_0->core1": (1000, 10)}), canary_bin)
+    assert not ok, said
+    assert v["missed"] == ["agg0_0->core1"], said
+    assert v["too_little_traffic"] == [], said
 
 
 def test_a_found_fault_and_a_blame_next_to_a_switch_that_lost_frames(tmp_path, canary_bin):

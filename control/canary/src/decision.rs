@@ -6,13 +6,19 @@
 //! ([`DecisionParams::p0`]), with the decision's own defaults: it computes none of them itself.
 //!
 //! The query (a JSON file, or `-` for stdin):
-//! `{"segments": 80, "declares": [{"sent": 1000, "lost": 9, "links": 3}],
-//!   "needed": [{"loss": 0.01, "links": 2}], "p0": [2]}`.
+//! `{"segments": 80, "links": 64, "declares": [{"sent": 1000, "lost": 9, "links": 3}],
+//!   "pooled": [[{"sent": 300, "lost": 4, "links": 2}, {"sent": 200, "lost": 3, "links": 2}]],
+//!   "needed": [{"loss": 0.01, "links": 2}], "p0": [2]}`:
+//! the fabric's segments and the links they cross (together, how many tests the run's decision
+//! makes: [`total_tests`]), segments' counts to test, one link's segments to test together
+//! ([`link_lossy_in_total`]), losses to ask the packets of, and segment lengths to ask p0 of.
 //! The answer has the parameters, the threshold and one answer per question, in order
 //! (`needed` is null where no count would do: a loss at or below the background).
 
 use anyhow::{bail, Context, Result};
-use canary_core::decide::{lossy_in_total, smallest_shown, DecisionParams};
+use canary_core::decide::{
+    link_lossy_in_total, lossy_in_total, smallest_shown, total_tests, DecisionParams,
+};
 use canary_core::detect::SegmentCount;
 use clap::Args;
 use serde_json::{json, Value};
@@ -60,17 +66,31 @@ pub fn command(a: DecisionArgs) -> Result<()> {
 /// The answer to one query.
 pub fn answer(q: &Value, params: &DecisionParams) -> Result<Value> {
     let segments = uint(q, "segments", 1)?.max(1) as usize;
-    // lossy_in_total's threshold: the false alarms spread over `segments` tests.
-    let h = (segments as f64 / params.false_alarms).ln().max(0.0);
+    let tests = total_tests(segments, uint(q, "links", 0)? as usize, params);
+    // The tests' threshold: the false alarms spread over all of them.
+    let h = (tests as f64 / params.false_alarms).ln().max(0.0);
     let links = |v: &Value| uint(v, "links", 1).map(|l| l.max(1) as usize);
-    let mut declares = Vec::new();
-    for v in list(q, "declares")? {
-        let c = SegmentCount {
+    let count = |v: &Value| -> Result<SegmentCount> {
+        Ok(SegmentCount {
             sent: uint(v, "sent", 0)?,
             lost: uint(v, "lost", 0)?,
             flows: 0,
+        })
+    };
+    let mut declares = Vec::new();
+    for v in list(q, "declares")? {
+        declares.push(lossy_in_total(&count(v)?, links(v)?, tests, params));
+    }
+    let mut pooled = Vec::new();
+    for v in list(q, "pooled")? {
+        let Some(segs) = v.as_array() else {
+            bail!("pooled: each question is a list of segments' counts, got {v}");
         };
-        declares.push(lossy_in_total(&c, links(v)?, segments, params));
+        let through = segs
+            .iter()
+            .map(|g| Ok((count(g)?, links(g)?)))
+            .collect::<Result<Vec<_>>>()?;
+        pooled.push(link_lossy_in_total(&through, tests, params));
     }
     let mut needed = Vec::new();
     for v in list(q, "needed")? {
@@ -90,8 +110,10 @@ pub fn answer(q: &Value, params: &DecisionParams) -> Result<Value> {
         "background": params.background,
         "false_alarms": params.false_alarms,
         "segments": segments,
+        "tests": tests,
         "threshold": h,
         "declares": declares,
+        "pooled": pooled,
         "needed": needed,
         "p0": p0,
     }))

@@ -140,3 +140,26 @@ fn decision_answers_with_the_controllers_statistics() {
     let out = canary(&["decision", "--query", "-"], "{\"declares\": 3}");
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn decision_tests_a_links_segments_together() {
+    // 100 segments and 64 links, each link watched at 6 rates (4e-4 × 4ⁱ below ½): 484 tests.
+    let seg = |sent: u64, lost: u64| json!({"sent": sent, "lost": lost, "links": 2});
+    let q = json!({
+        "segments": 100,
+        "links": 64,
+        "declares": [seg(400, 5)],
+        "pooled": [[seg(400, 5), seg(400, 5)], [seg(400, 5)], [seg(1000, 0), seg(1000, 0)]],
+    });
+    let v = json_of(&canary(&["decision", "--query", "-"], &q.to_string()));
+    assert_eq!(v["tests"], json!(484), "{v:#}");
+    assert!((v["threshold"].as_f64().unwrap() - (484.0f64 / 1e-6).ln()).abs() < 1e-9);
+    // 5 of 400 is not beyond the background on one segment (400·KL = 15.8 < 20.0), but two
+    // such segments of one link are (their ratio at the 0.64 % rate sums to 29.9); one alone
+    // (14.9) and two loss-free ones are not.
+    assert_eq!(v["declares"], json!([false]), "{v:#}");
+    assert_eq!(v["pooled"], json!([true, false, false]), "{v:#}");
+    let out = canary(&["decision", "--query", "-"], "{\"pooled\": [3]}");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("pooled"));
+}

@@ -24,7 +24,8 @@
 //! The expected packets to a decision grow like `h / KL(p ‖ p0)`: a small loss is found once
 //! enough packets have crossed the segment, however many epochs that takes.
 //!
-//! [`lossy_in_total`] is the same test once, on counts taken together (a whole run).
+//! [`lossy_in_total`] and [`link_lossy_in_total`] are the same tests once, on counts taken
+//! together (a whole run).
 
 use crate::detect::SegmentCount;
 use crate::topo::SegmentId;
@@ -305,12 +306,12 @@ fn kl(q: f64, p: f64) -> f64 {
 }
 
 /// The same test once, on counts taken together: whether `lost` of `sent` is beyond what a
-/// healthy segment of `links` links loses, with the false alarms spread over `segments` tests.
-/// By Chernoff's bound, P(loss ≥ lost | p0) ≤ exp(−sent · KL(lost/sent ‖ p0)).
+/// healthy segment of `links` links loses, with the false alarms spread over `tests` tests
+/// ([`total_tests`]). By Chernoff's bound, P(loss ≥ lost | p0) ≤ exp(−sent · KL(lost/sent ‖ p0)).
 pub fn lossy_in_total(
     c: &SegmentCount,
     links: usize,
-    segments: usize,
+    tests: usize,
     params: &DecisionParams,
 ) -> bool {
     if c.sent == 0 || c.lost == 0 {
@@ -318,7 +319,36 @@ pub fn lossy_in_total(
     }
     let p0 = params.p0(links.max(1));
     let q = c.lost as f64 / c.sent as f64;
-    q > p0 && c.sent as f64 * kl(q, p0) >= threshold(segments.max(1), params.false_alarms)
+    q > p0 && c.sent as f64 * kl(q, p0) >= threshold(tests.max(1), params.false_alarms)
+}
+
+/// How many tests a whole run's decision makes: one per segment of the fabric's `segments`, and
+/// one per arm of each of the `links` that segments cross ([`link_lossy_in_total`]).
+pub fn total_tests(segments: usize, links: usize, params: &DecisionParams) -> usize {
+    segments + links * link_watch::link_arms(params.background).len()
+}
+
+/// A link's test once, on the run's counts of the segments through it (each with its number of
+/// links): whether, at one of the rates a link is watched for, they lose more together than
+/// healthy segments can ([`LinkWatch`]'s pooled ratio, summed once). A likelihood ratio reaches
+/// e^h under health with probability at most e^−h, so each arm counts as one of the `tests`.
+pub fn link_lossy_in_total(
+    through: &[(SegmentCount, usize)],
+    tests: usize,
+    params: &DecisionParams,
+) -> bool {
+    if through.iter().all(|(c, _)| c.lost == 0) {
+        return false;
+    }
+    let h = threshold(tests.max(1), params.false_alarms);
+    link_watch::link_arms(params.background).iter().any(|&q| {
+        let gain: f64 = through
+            .iter()
+            .filter(|(c, _)| c.sent > 0)
+            .map(|(c, links)| link_watch::link_llr(c, params.p0((*links).max(1)), q))
+            .sum();
+        gain >= h
+    })
 }
 
 #[cfg(test)]

@@ -22,6 +22,18 @@ use crate::detect::{SegmentCount, WindowCount};
 use crate::topo::{LinkIx, SegmentId};
 use std::collections::BTreeMap;
 
+/// The loss rates a link is watched for: 4 × a healthy link's, then ×4 up to one half.
+pub(super) fn link_arms(background: f64) -> Vec<f64> {
+    std::iter::successors(Some(background * 4.0), |q| Some(q * 4.0))
+        .take_while(|&q| q < 0.5)
+        .collect()
+}
+
+/// What `count` (a segment whose healthy loss is `p0`) weighs for "a link of it loses `q`".
+pub(super) fn link_llr(count: &SegmentCount, p0: f64, q: f64) -> f64 {
+    llr(count, 1.0 - (1.0 - p0) * (1.0 - q), p0)
+}
+
 #[derive(Clone, Debug)]
 pub struct LinkWatch {
     /// Loss rates of a link watched for.
@@ -47,9 +59,7 @@ impl LinkWatch {
     /// `segment_links[s]`: the links segment `s` crosses; `p0[s]`: its background;
     /// `background`: a healthy link's.
     pub fn new(links: usize, segment_links: &[Vec<LinkIx>], p0: &[f64], background: f64) -> Self {
-        let arms: Vec<f64> = std::iter::successors(Some(background * 4.0), |q| Some(q * 4.0))
-            .take_while(|&q| q < 0.5)
-            .collect();
+        let arms = link_arms(background);
         let mut through = vec![Vec::new(); links];
         for (s, ls) in segment_links.iter().enumerate() {
             for &l in ls {
@@ -101,10 +111,7 @@ impl LinkWatch {
         let q = q.clamp(0.0, 1.0 - 1e-12);
         self.through(link)
             .iter()
-            .filter_map(|&(s, p0)| {
-                let c = counts.get(&s)?;
-                Some(llr(c, 1.0 - (1.0 - p0) * (1.0 - q), p0))
-            })
+            .filter_map(|&(s, p0)| Some(link_llr(counts.get(&s)?, p0, q)))
             .sum()
     }
 
@@ -142,10 +149,7 @@ impl LinkWatch {
             });
             let mut best: Option<(f64, u64)> = None;
             for (cu, &q) in cusums.iter_mut().zip(&self.arms) {
-                let step: f64 = segs
-                    .iter()
-                    .map(|(c, p0)| llr(c, 1.0 - (1.0 - p0) * (1.0 - q), *p0))
-                    .sum();
+                let step: f64 = segs.iter().map(|(c, p0)| link_llr(c, *p0, q)).sum();
                 cu.add(epoch, &total, step);
                 // Of several arms at once, the one whose change began first.
                 if cu.sum >= h && best.is_none_or(|(_, from)| cu.from < from) {

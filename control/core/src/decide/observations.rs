@@ -1,10 +1,10 @@
 //! What the decision hands a localizer: each segment's counts as an observation, lossy or
 //! loss-free or set aside, per epoch under the [`Decider`] and once over a whole run.
 
-use super::{lossy_in_total, Decider, DecisionParams};
+use super::{link_lossy_in_total, lossy_in_total, total_tests, Decider, DecisionParams};
 use crate::detect::{Observations, ObservedSegment, SegmentCount, WindowCount};
-use crate::topo::{SegmentId, Segments};
-use std::collections::BTreeMap;
+use crate::topo::{LinkIx, SegmentId, Segments};
+use std::collections::{BTreeMap, BTreeSet};
 
 /// The segments handed to a localizer under the decision: a lossy segment with its counts since
 /// its loss began. A segment not declared is loss-free (success 1) when over the window it lost
@@ -40,26 +40,51 @@ pub fn decided_observations(
     }
 }
 
-/// The whole run's counts, each segment tested once ([`lossy_in_total`]).
+/// The whole run's counts, each segment tested once ([`lossy_in_total`]) and each link once on
+/// the segments through it together ([`link_lossy_in_total`]), as the epochs' tests are: a link
+/// whose segments lose more together than healthy ones can declares those of them that lost
+/// more than their background ([`Decider::observe_links`]), and the localizer places the loss.
 pub fn total_observations(
     segments: &Segments,
     totals: &BTreeMap<SegmentId, WindowCount>,
     params: &DecisionParams,
 ) -> Observations {
-    let n = segments.len();
-    let segments = totals
-        .iter()
-        .filter(|(_, c)| c.sent > 0)
+    let count = |c: &WindowCount| SegmentCount {
+        sent: c.sent,
+        lost: c.lost,
+        flows: 0,
+    };
+    let links_of = |s: SegmentId| segments.get(s).links.as_slice();
+    let crossed: BTreeSet<LinkIx> = segments.list.iter().flat_map(|s| s.links.clone()).collect();
+    let tests = total_tests(segments.len(), crossed.len(), params);
+    let counted = || totals.iter().filter(|(_, c)| c.sent > 0);
+    let mut lossy: BTreeSet<SegmentId> = counted()
+        .filter(|(&s, c)| lossy_in_total(&count(c), links_of(s).len(), tests, params))
+        .map(|(&s, _)| s)
+        .collect();
+    // Each link's segments not lossy on their own, pooled.
+    let mut through: BTreeMap<LinkIx, Vec<SegmentId>> = BTreeMap::new();
+    for (&s, _) in counted().filter(|(s, _)| !lossy.contains(s)) {
+        for &l in links_of(s) {
+            through.entry(l).or_default().push(s);
+        }
+    }
+    let p0 = |s: SegmentId| params.p0(links_of(s).len().max(1));
+    for segs in through.values() {
+        let pooled: Vec<(SegmentCount, usize)> = segs
+            .iter()
+            .map(|&s| (count(&totals[&s]), links_of(s).len()))
+            .collect();
+        if link_lossy_in_total(&pooled, tests, params) {
+            let above = |&&s: &&SegmentId| totals[&s].lost as f64 > p0(s) * totals[&s].sent as f64;
+            lossy.extend(segs.iter().filter(above));
+        }
+    }
+    let segments = counted()
         .map(|(&s, c)| {
-            let count = SegmentCount {
-                sent: c.sent,
-                lost: c.lost,
-                flows: 0,
-            };
-            let links = segments.get(s).links.len();
-            let lossy = lossy_in_total(&count, links, n, params);
-            let mut o = observed(segments, s, c.sent, c.lost, lossy);
-            o.background = !lossy && (c.lost as f64) <= 4.0 * params.p0(links) * c.sent as f64;
+            let is_lossy = lossy.contains(&s);
+            let mut o = observed(segments, s, c.sent, c.lost, is_lossy);
+            o.background = !is_lossy && (c.lost as f64) <= 4.0 * p0(s) * c.sent as f64;
             o
         })
         .collect();
