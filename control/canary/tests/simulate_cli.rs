@@ -135,6 +135,52 @@ fn fault_file_is_localized_exactly() {
         .unwrap();
     let loss = est["loss"].as_f64().unwrap();
     assert!((loss - 0.3).abs() < 0.02, "estimated {loss}");
+    lossy_segments_show_their_flows(&v);
+}
+
+/// Each lossy segment of an epoch lists the flows that lost packets on it: from its upstream
+/// edge's hosts (10.pod.edge.host), the lossiest first, and through the 30 % link at about
+/// that loss each.
+fn lossy_segments_show_their_flows(v: &Value) {
+    let mut through_fault = 0;
+    for e in v["epochs"].as_array().unwrap() {
+        for seg in e["lossy_segments"].as_array().unwrap() {
+            let hops: Vec<&str> = seg["segment"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|h| h.as_str().unwrap())
+                .collect();
+            let flows = seg["flows"].as_array().cloned().unwrap_or_default();
+            let n = seg["flows_lossy"].as_u64().unwrap_or(0) as usize;
+            assert!(flows.len() <= 5 && flows.len() <= n, "{seg}");
+            let lost: Vec<u64> = flows.iter().map(|f| f["lost"].as_u64().unwrap()).collect();
+            assert!(
+                lost.windows(2).all(|w| w[0] >= w[1]),
+                "lossiest first: {seg}"
+            );
+            for f in &flows {
+                let (sent, lost) = (f["sent"].as_u64().unwrap(), f["lost"].as_u64().unwrap());
+                assert!(0 < lost && lost <= sent, "{f}");
+                if let Some(edge) = hops[0].strip_prefix("edge") {
+                    let src = format!("10.{}.", edge.replace('_', "."));
+                    assert!(
+                        f["flow"].as_str().unwrap().starts_with(&src),
+                        "{f} on {seg}"
+                    );
+                }
+                if hops.windows(2).any(|h| h == ["agg1_1", "core2"]) {
+                    let q = lost as f64 / sent as f64;
+                    assert!((0.2..0.45).contains(&q), "{f} through the 30 % link");
+                    through_fault += 1;
+                }
+            }
+        }
+    }
+    assert!(
+        through_fault > 0,
+        "the 30 % link's segments list their flows"
+    );
 }
 
 #[test]

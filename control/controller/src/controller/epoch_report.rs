@@ -58,7 +58,7 @@ impl Controller {
             segments_observed: det.segments.len(),
             segments_short: short,
             window_epochs: self.window.len(),
-            lossy_segments: self.segment_reports(&obs),
+            lossy_segments: self.segment_reports(&obs, &det.entries),
             segment_changes: self.segment_changes(&changes),
             cables: crate::report::cables(&self.topo, &self.ports, &blamed),
             blamed,

@@ -3,13 +3,14 @@
 
 use super::Controller;
 use crate::report::{
-    ClearedLink, DeviceReport, LinkReport, SegmentChange, SegmentReport, SwitchEvent, TableFull,
+    ClearedLink, DeviceReport, FlowLoss, LinkReport, SegmentChange, SegmentReport, SwitchEvent,
+    TableFull, FLOWS_SHOWN,
 };
 use canary_core::decide::{total_observations, Change, Cleared};
 use canary_core::detect::{observations, some_flows_only, MmEntries, MmEntry, Observations};
 use canary_core::localize::Verdict;
 use canary_core::score::{devices, wilson};
-use canary_core::topo::{LinkIx, SwitchIx};
+use canary_core::topo::{LinkIx, SegmentId, SwitchIx};
 use std::collections::BTreeMap;
 
 impl Controller {
@@ -136,10 +137,34 @@ impl Controller {
             .collect()
     }
 
-    /// The segments of `obs` that lost packets, lossiest first.
-    pub fn segment_reports(&self, obs: &Observations) -> Vec<SegmentReport> {
-        let mut v = self.all_segment_reports(obs);
-        v.retain(|s| s.lost > 0);
+    /// The segments of `obs` that lost packets, lossiest first, each with the flows of the
+    /// epoch's minus-meter `entries` that lost packets on it.
+    pub fn segment_reports(&self, obs: &Observations, entries: &MmEntries) -> Vec<SegmentReport> {
+        let mut lossy_flows: BTreeMap<SegmentId, Vec<&MmEntry>> = BTreeMap::new();
+        for e in entries.iter().filter(|e| e.lost > 0) {
+            lossy_flows.entry(e.segment).or_default().push(e);
+        }
+        let mut v: Vec<SegmentReport> = self
+            .all_segment_reports(obs)
+            .into_iter()
+            .zip(&obs.segments)
+            .filter(|(r, _)| r.lost > 0)
+            .map(|(mut r, o)| {
+                let mut flows = lossy_flows.remove(&o.segment).unwrap_or_default();
+                flows.sort_by_key(|e| (std::cmp::Reverse(e.lost), e.flow));
+                r.flows_lossy = flows.len() as u64;
+                r.flows = flows
+                    .iter()
+                    .take(FLOWS_SHOWN)
+                    .map(|e| FlowLoss {
+                        flow: e.flow.to_string(),
+                        sent: e.sent,
+                        lost: e.lost,
+                    })
+                    .collect();
+                r
+            })
+            .collect();
         v.sort_by(|a, b| b.loss.total_cmp(&a.loss));
         v
     }
@@ -161,6 +186,8 @@ impl Controller {
                 loss: s.lost as f64 / s.sent as f64,
                 used: s.success < 1.0,
                 age: self.watching.age(s.segment, self.epoch),
+                flows_lossy: 0,
+                flows: Vec::new(),
             })
             .collect()
     }

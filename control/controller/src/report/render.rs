@@ -261,6 +261,17 @@ fn lossy_segments(s: &mut String, r: &EpochReport, max_rows: usize) {
             x.lost,
             x.sent
         );
+        if let Some(top) = x.flows.first() {
+            let _ = writeln!(
+                s,
+                "      this epoch {} flow{} lost packets; the most {} of {}: {}",
+                x.flows_lossy,
+                if x.flows_lossy == 1 { "" } else { "s" },
+                top.lost,
+                top.sent,
+                top.flow
+            );
+        }
     }
     if used.len() > max_rows {
         let _ = writeln!(s, "    … {} more", used.len() - max_rows);
