@@ -140,9 +140,19 @@ impl Controller {
     /// The segments of `obs` that lost packets, lossiest first, each with the flows of the
     /// epoch's minus-meter `entries` that lost packets on it.
     pub fn segment_reports(&self, obs: &Observations, entries: &MmEntries) -> Vec<SegmentReport> {
-        let mut lossy_flows: BTreeMap<SegmentId, Vec<&MmEntry>> = BTreeMap::new();
-        for e in entries.iter().filter(|e| e.lost > 0) {
-            lossy_flows.entry(e.segment).or_default().push(e);
+        // One pass over the epoch's entries, and none in an epoch without loss.
+        let mut lossy_flows: BTreeMap<SegmentId, Vec<&MmEntry>> = obs
+            .segments
+            .iter()
+            .filter(|o| o.lost > 0)
+            .map(|o| (o.segment, Vec::new()))
+            .collect();
+        if !lossy_flows.is_empty() {
+            for e in entries.iter().filter(|e| e.lost > 0) {
+                if let Some(list) = lossy_flows.get_mut(&e.segment) {
+                    list.push(e);
+                }
+            }
         }
         let mut v: Vec<SegmentReport> = self
             .all_segment_reports(obs)
