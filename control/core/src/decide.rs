@@ -307,7 +307,8 @@ fn kl(q: f64, p: f64) -> f64 {
 
 /// The same test once, on counts taken together: whether `lost` of `sent` is beyond what a
 /// healthy segment of `links` links loses, with the false alarms spread over `tests` tests
-/// ([`total_tests`]). By Chernoff's bound, P(loss ≥ lost | p0) ≤ exp(−sent · KL(lost/sent ‖ p0)).
+/// ([`total_tests`]). By Chernoff's bound,
+/// P(loss ≥ lost | p0) ≤ exp(−sent · KL(lost/sent ‖ p0)).
 pub fn lossy_in_total(
     c: &SegmentCount,
     links: usize,

@@ -55,7 +55,11 @@ pub fn total_observations(
         flows: 0,
     };
     let links_of = |s: SegmentId| segments.get(s).links.as_slice();
-    let crossed: BTreeSet<LinkIx> = segments.list.iter().flat_map(|s| s.links.clone()).collect();
+    let crossed: BTreeSet<LinkIx> = segments
+        .list
+        .iter()
+        .flat_map(|s| s.links.iter().copied())
+        .collect();
     let tests = total_tests(segments.len(), crossed.len(), params);
     let counted = || totals.iter().filter(|(_, c)| c.sent > 0);
     let mut lossy: BTreeSet<SegmentId> = counted()

@@ -19,8 +19,8 @@
 //! covering 3 of agg1_0's 4 links each way; its two segments through core1 → agg1_0 lost
 //! nothing in 86 and 103 packets, neither enough alone to rule out the device's 1.9 % a link
 //! (4.0 % and 2.1 % chance), together enough (0.08 %); weighed one by one, the switch was
-//! named for an epoch. A monitor switch is not either: its segments start or end at it, so its links
-//! in and out lie on different segments and are told apart as links.
+//! named for an epoch. A monitor switch is not either: its segments start or end at it, so its
+//! links in and out lie on different segments and are told apart as links.
 
 use super::{BlamedLink, Verdict};
 use crate::detect::Observations;
