@@ -14,6 +14,16 @@ fn topo_path(name: &str) -> String {
 /// Runs `epochs` epochs on a loss-free line3 whose hops take 3 ms (so a flip always catches
 /// thousands of packets mid-path) and whose switches flip up to 2 ms apart.
 fn run(drain: Option<Duration>, epochs: usize) -> Vec<canary_controller::report::EpochReport> {
+    run_with(|_| drain, false, epochs)
+}
+
+/// [`run`] with the drain chosen from the fabric's own (`drain_of`), and the second read of
+/// lossy segments' downstream switches on or off.
+fn run_with(
+    drain_of: impl Fn(Duration) -> Option<Duration>,
+    recheck_late: bool,
+    epochs: usize,
+) -> Vec<canary_controller::report::EpochReport> {
     let topo = load_topology(&topo_path("line3.yaml"), None).unwrap();
     let prep = prepare(topo, PathBfParams::default()).unwrap();
     let mut cfg = SimConfig {
@@ -25,7 +35,8 @@ fn run(drain: Option<Duration>, epochs: usize) -> Vec<canary_controller::report:
     let loss = vec![0.0; prep.topo.links.len()];
     let mut fabric = SimFabric::new(prep.topo.clone(), &prep.codec, loss, cfg);
     let ctl_cfg = ControllerConfig {
-        drain: drain.unwrap_or_else(|| fabric.drain_time()),
+        drain: drain_of(fabric.drain_time()).unwrap_or_else(|| fabric.drain_time()),
+        recheck_late,
         ..Default::default()
     };
     let mut ctl = Controller::new(prep.topo, prep.segments, prep.codec, ctl_cfg);
@@ -73,4 +84,36 @@ fn harvesting_before_the_drain_would_show_phantom_loss() {
         .map(|r| r.lossy_segments.iter().map(|s| s.lost).sum::<u64>() + r.anomalies.negative_loss)
         .sum();
     assert!(phantom > 0, "a zero drain must expose in-flight packets");
+}
+
+/// Lost counted on lossy segments and as negative loss, over the epochs after the first.
+fn phantom(reports: &[canary_controller::report::EpochReport]) -> u64 {
+    reports[1..]
+        .iter()
+        .map(|r| r.lossy_segments.iter().map(|s| s.lost).sum::<u64>() + r.anomalies.negative_loss)
+        .sum()
+}
+
+#[test]
+fn packets_that_arrive_after_a_short_drain_are_found_by_a_second_read() {
+    // The drain is the fabric's 2 x (longest time in flight) (`SimFabric::drain_time`); at 30 %
+    // of it the harvest misses packets still on their way, and the second read, as long again
+    // after it, finds every one of them.
+    let short = |d: Duration| Some(d.mul_f64(0.3));
+    let without = run_with(short, false, 8);
+    assert!(
+        phantom(&without) > 0,
+        "the short drain must expose late packets"
+    );
+    let with = run_with(short, true, 8);
+    assert_eq!(
+        phantom(&with),
+        0,
+        "the second read judged what arrived late as lost"
+    );
+    let late: u64 = with.iter().map(|r| r.anomalies.late).sum();
+    assert!(late > 0, "the second read must have found the late packets");
+    for r in &with[1..] {
+        assert!(r.blamed.is_empty(), "epoch {}: {:?}", r.epoch, r.blamed);
+    }
 }

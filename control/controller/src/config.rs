@@ -181,6 +181,7 @@ impl Pipeline {
             canary: self.localizer(false),
             watch_round_epochs: self.watch_round_epochs,
             report_observations: self.report_observations,
+            recheck_late: false,
         }
     }
 }

@@ -27,6 +27,7 @@ mod epoch_report;
 mod evidence;
 mod harvest;
 mod phases;
+mod recheck;
 mod reports;
 mod rules;
 mod stages;
@@ -176,8 +177,10 @@ impl Controller {
         fabric.wait(drain).await;
 
         let t0 = Instant::now();
-        let Harvested { records, answered } =
-            self.harvest(fabric, finished, &mut unreachable).await;
+        let Harvested {
+            mut records,
+            answered,
+        } = self.harvest(fabric, finished, &mut unreachable).await;
         let mut rules = RuleCounts::default();
         let deferred = self.selector.take_deferred();
         self.apply(fabric, &deferred, &mut rules).await;
@@ -186,7 +189,9 @@ impl Controller {
         let harvest = t0.elapsed();
 
         let t1 = Instant::now();
-        let counted = self.count(finished, &records, drain, &mut events).await;
+        let counted = self
+            .count(fabric, finished, &mut records, drain, &mut events)
+            .await;
         let detect = t1.elapsed();
 
         let t2 = Instant::now();

@@ -273,7 +273,10 @@ impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
 }
 
 fn controller_config(opts: &RunOptions) -> ControllerConfig {
-    opts.pipeline.controller_config(opts.epoch, opts.drain)
+    ControllerConfig {
+        recheck_late: true,
+        ..opts.pipeline.controller_config(opts.epoch, opts.drain)
+    }
 }
 
 /// Resolves on Ctrl-C or SIGTERM.

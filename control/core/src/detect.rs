@@ -137,6 +137,15 @@ pub struct Anomalies {
     /// still being counted (in flight longer than the drain time). Left out, never guessed.
     #[serde(default)]
     pub torn: u64,
+    /// Packets that reached their DSM after the harvest, found by reading the downstream
+    /// switches of the segments that lost packets a second time before judging the epoch
+    /// (which is judged on that read): the drain was too short for them.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub late: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Anomalies {
@@ -149,6 +158,7 @@ impl Anomalies {
         self.dirty_dsm_buckets += o.dirty_dsm_buckets;
         self.dirty_usm_buckets += o.dirty_usm_buckets;
         self.torn += o.torn;
+        self.late += o.late;
     }
 }
 

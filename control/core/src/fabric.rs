@@ -191,6 +191,11 @@ pub trait Fabric {
         self.harvest_each(epoch, &mut |s, r| out.push((s, r))).await;
         out
     }
+    /// Reads the finished `epoch`'s meters of `switches` again, without the harvest's side
+    /// effects (HashPipe, stale cells and rule IDs untouched). Packets of `epoch` that reached
+    /// their DSM after the harvest are in this read, not in the harvest's. The default reads
+    /// nothing: a fabric whose drain already covers every packet in flight.
+    async fn reread(&mut self, _epoch: u64, _switches: &[SwitchIx], _sink: &mut Sink<'_>) {}
     /// Applies rule changes in order; returns the ones that failed.
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)>;
     /// HH reports received since the last call.

@@ -262,6 +262,10 @@ impl<D: SwitchDriver, C: Clock> Fabric for SwitchFabric<D, C> {
         self.harvest_monitors(epoch, sink).await
     }
 
+    async fn reread(&mut self, epoch: u64, switches: &[SwitchIx], sink: &mut Sink<'_>) {
+        self.reread_monitors(epoch, switches, sink).await
+    }
+
     async fn apply(&mut self, ops: &[RuleOp]) -> Vec<(RuleOp, SwitchError)> {
         let wave = |op: &RuleOp| match op {
             RuleOp::RemoveUsm { .. } => 0,

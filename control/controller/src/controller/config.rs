@@ -27,6 +27,11 @@ pub struct ControllerConfig {
     /// Put every segment the localizer weighed into each epoch's report
     /// ([`crate::report::EpochReport::observations`]): enough to replay its verdict.
     pub report_observations: bool,
+    /// Read the downstream switches of segments that lost packets again before judging the
+    /// epoch ([`super::Controller::recheck_late`]): on for real switches, which may hold a
+    /// packet longer than the drain; off in the simulator, whose drain covers every packet in
+    /// flight by construction.
+    pub recheck_late: bool,
 }
 
 impl Default for ControllerConfig {

@@ -37,17 +37,24 @@ pub(super) struct Blamed {
 }
 
 impl Controller {
-    /// Joins the finished epoch's records into segment counts, leaves out the segments the
-    /// epoch's `events` spoil (adding the switches whose meters were read mid-count), and
-    /// decides which segments are lossy.
-    pub(super) async fn count(
+    /// Joins the finished epoch's records into segment counts (read again where packets may
+    /// have been late: [`Controller::recheck_late`]), leaves out the segments the epoch's
+    /// `events` spoil (adding the switches whose meters were read mid-count), and decides
+    /// which segments are lossy.
+    pub(super) async fn count<F: Fabric>(
         &mut self,
+        fabric: &mut F,
         finished: u64,
-        records: &[SwitchRecords],
+        records: &mut [SwitchRecords],
         drain: Duration,
         events: &mut BTreeMap<SwitchIx, String>,
     ) -> Counted {
-        let mut det = self.stages.detect(finished, &self.segments, records).await;
+        let det = self.stages.detect(finished, &self.segments, records).await;
+        // Within the epoch, so that the next flip is not late.
+        let wait = drain.min(self.cfg.epoch / 4);
+        let mut det = self
+            .recheck_late(fabric, finished, records, det, wait)
+            .await;
         sit_out_torn(&det, drain, events);
         det.drop_entries(&self.selector.take_half_counted());
         self.adapt_drain(&det);

@@ -7,7 +7,8 @@ use std::time::Duration;
 
 impl Controller {
     pub(super) fn adapt_drain(&mut self, det: &EpochDetection) {
-        let late = !det.torn_at.is_empty() || det.anomalies.negative_loss > 0;
+        let late =
+            !det.torn_at.is_empty() || det.anomalies.negative_loss > 0 || det.anomalies.late > 0;
         let next = next_drain(self.drain_now, self.cfg.drain, self.cfg.epoch, late);
         if next > self.drain_now {
             tracing::warn!(
@@ -36,8 +37,9 @@ pub(super) fn resume_epoch(tags: &[u16], first: u64) -> u64 {
     first + (newest + n - first % n) % n
 }
 
-/// The drain after an epoch. Late packets (torn reads, or more packets downstream than upstream:
-/// packets of an earlier epoch that reached their DSM after its harvest) double it, up to half
+/// The drain after an epoch. Late packets (torn reads, more packets downstream than upstream, or
+/// packets a second read found: packets of an epoch that reached their DSM after its harvest)
+/// double it, up to half
 /// the epoch; each clean epoch brings it a tenth of the way back down to the configured drain.
 pub(super) fn next_drain(
     now: Duration,

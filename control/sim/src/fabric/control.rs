@@ -59,26 +59,24 @@ impl Fabric for SimFabric {
     }
 
     async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>) {
-        for (s, sw) in self.net.switches.iter_mut().enumerate() {
-            if !sw.model.config().monitor {
+        for s in 0..self.net.switches.len() {
+            if !self.net.switches[s].model.config().monitor {
                 continue;
             }
-            if sw.down {
-                sink(s as SwitchIx, Err(switch_down()));
-                continue;
+            let snap = self.snapshot(s as SwitchIx, epoch);
+            if snap.is_ok() {
+                self.net.switches[s].model.clear_hashpipe();
             }
-            let (usm, dsm) = sw.model.meters_of(epoch_tag(epoch));
-            sw.model.clear_hashpipe();
-            sink(
-                s as SwitchIx,
-                Ok(MeterSnapshot {
-                    switch: s as SwitchIx,
-                    parity: Parity::of_epoch(epoch),
-                    epoch,
-                    usm,
-                    dsm,
-                }),
-            );
+            sink(s as SwitchIx, snap);
+        }
+    }
+
+    async fn reread(&mut self, epoch: u64, switches: &[SwitchIx], sink: &mut Sink<'_>) {
+        for &s in switches {
+            let monitor = self.net.switches.get(s as usize);
+            if monitor.is_some_and(|sw| sw.model.config().monitor) {
+                sink(s, self.snapshot(s, epoch));
+            }
         }
     }
 
@@ -101,5 +99,23 @@ impl Fabric for SimFabric {
     async fn take_reports(&mut self) -> Vec<HhReport> {
         self.net.reported.clear();
         std::mem::take(&mut self.net.reports)
+    }
+}
+
+impl SimFabric {
+    /// Switch `s`'s meters of `epoch` as they are now.
+    fn snapshot(&self, s: SwitchIx, epoch: u64) -> SwitchResult<MeterSnapshot> {
+        let sw = &self.net.switches[s as usize];
+        if sw.down {
+            return Err(switch_down());
+        }
+        let (usm, dsm) = sw.model.meters_of(epoch_tag(epoch));
+        Ok(MeterSnapshot {
+            switch: s,
+            parity: Parity::of_epoch(epoch),
+            epoch,
+            usm,
+            dsm,
+        })
     }
 }

@@ -1,6 +1,7 @@
 //! The harvest: every monitor at once, and one monitor's: read under a deadline, decoded with
-//! the switch's rule IDs, pipes merged, stale cells and HashPipe zeroed. Also a read of a
-//! switch's meters without those side effects, for tests.
+//! the switch's rule IDs, pipes merged, stale cells and HashPipe zeroed. Also a read of
+//! switches' meters without those side effects: the second read of the downstream switches of
+//! segments that lost packets, and tests.
 
 use super::slot::{switch_error, Slot};
 use super::{Clock, SwitchFabric};
@@ -163,23 +164,68 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
         }
     }
 
+    /// The fabric's `reread`: the meters of `epoch` on `switches` (monitors that are up) read
+    /// again at once under the harvest's deadline and decoded as the harvest decodes them, with
+    /// nothing cleared and no rule ID aged. A switch that does not answer in time is left out.
+    pub(super) async fn reread_monitors(
+        &mut self,
+        epoch: u64,
+        switches: &[SwitchIx],
+        sink: &mut Sink<'_>,
+    ) {
+        let deadline = self.opts.harvest_deadline;
+        let tag = epoch_tag(epoch);
+        let mut reads: FuturesUnordered<_> = self
+            .slots
+            .iter_mut()
+            .filter(|s| s.monitor && s.up && switches.contains(&s.ix))
+            .map(|slot| async move {
+                let read = tokio::time::timeout(deadline, read_decoded(slot, tag)).await;
+                (slot.ix, slot.driver.connected(), read)
+            })
+            .collect();
+        while let Some((ix, connected, read)) = reads.next().await {
+            match read {
+                Ok(Ok((usm, dsm))) if connected => sink(
+                    ix,
+                    Ok(MeterSnapshot {
+                        switch: ix,
+                        epoch,
+                        parity: Parity::of_epoch(epoch),
+                        usm,
+                        dsm,
+                    }),
+                ),
+                Ok(Err(e)) => tracing::warn!(switch = ix, "second read of the meters: {e}"),
+                _ => tracing::warn!(switch = ix, "second read of the meters: no answer in time"),
+            }
+        }
+    }
+
     /// The meters switch `s` holds for the epoch with tag `tag`, read without the harvest's
     /// side effects: for tests.
     pub async fn peek_meters(&mut self, s: SwitchIx, tag: u16) -> Result<(Usm, Dsm), SwitchError> {
-        let slot = &mut self.slots[s as usize];
-        let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
-        let layout = slot
-            .driver
-            .program()
-            .ok_or_else(|| SwitchError::Other("no program resolved".into()))?
-            .meters
-            .clone();
-        let decoded = pipes
-            .iter()
-            .map(|c| meters::decode(&layout, c, tag, &slot.ids, slot.driver.name()))
-            .collect::<Result<Vec<_>, _>>()
-            .map_err(|e| SwitchError::Other(e.to_string()))?;
-        let d = meters::merge_pipes(decoded);
-        Ok((d.usm, d.dsm))
+        read_decoded(&mut self.slots[s as usize], tag).await
     }
+}
+
+/// One switch's meters with tag `tag`, read and decoded (pipes merged), with no side effect.
+async fn read_decoded<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    tag: u16,
+) -> Result<(Usm, Dsm), SwitchError> {
+    let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
+    let layout = slot
+        .driver
+        .program()
+        .ok_or_else(|| SwitchError::Other("no program resolved".into()))?
+        .meters
+        .clone();
+    let decoded = pipes
+        .iter()
+        .map(|c| meters::decode(&layout, c, tag, &slot.ids, slot.driver.name()))
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| SwitchError::Other(e.to_string()))?;
+    let d = meters::merge_pipes(decoded);
+    Ok((d.usm, d.dsm))
 }
