@@ -108,6 +108,7 @@ const COUNTERS = [
   ["upstream_missing", "flows whose upstream switch was not read this epoch"],
   ["negative_loss", "flows with more packets downstream than upstream (counted across the epoch flip)"],
   ["torn", "flows whose buckets disagree across rows: read while a packet was being counted; left out"],
+  ["late", "packets that reached their downstream switch after the harvest, found by reading it again before judging the epoch"],
 ];
 function details(r) {
   const a = Object.assign({segments_short: r.segments_short, segments_skipped: r.segments_skipped}, r.anomalies || {});
