@@ -132,9 +132,7 @@ impl SimFabric {
         let mut loss_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_1055);
         let routing = Routing::new(&topo);
         let tree = FloodTree::new(&topo);
-        let forwarding: Vec<ForwardingState> = (0..topo.switches.len() as SwitchIx)
-            .map(|s| ForwardingState::of(&topo, &routing, &tree, s, ports.of(s)))
-            .collect();
+        let forwarding = ForwardingState::all(&topo, &routing, &tree, &ports);
         let masks = codec.masks.clone();
         let mut gens = Generations::default();
         let switches: Vec<SimSwitch> = (0..topo.switches.len())
