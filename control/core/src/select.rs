@@ -73,7 +73,7 @@ pub struct FlowSelector {
     per_segment: HashMap<SegmentId, u32>,
     /// Active HH rules by segment.
     hh: HashMap<SegmentId, HhRule>,
-    deferred: Vec<RuleOp>,
+    deferred: Deferred,
     capacity: RuleCapacity,
     /// Rules per switch: (USM, DSM, HH), as the selector has asked for them (DSM removals held
     /// back still count: the rule is still there).
@@ -124,7 +124,7 @@ impl FlowSelector {
             usm_users: HashMap::new(),
             per_segment: HashMap::new(),
             hh: HashMap::new(),
-            deferred: Vec::new(),
+            deferred: Deferred::default(),
             capacity,
             usage: HashMap::new(),
             shortfall: HashMap::new(),
@@ -158,7 +158,7 @@ impl FlowSelector {
 
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
-        let ops = std::mem::take(&mut self.deferred);
+        let ops = self.deferred.take();
         self.count_ops(&ops);
         self.removals_sent(&ops);
         ops
@@ -373,6 +373,7 @@ impl FlowSelector {
 mod absence;
 mod ask;
 mod capacity;
+mod deferred;
 mod entry;
 mod params;
 pub mod predict;
@@ -385,4 +386,5 @@ mod tests_predict;
 
 pub use capacity::{FullTable, RuleCapacity};
 use capacity::{DSM, HH, USM};
+use deferred::Deferred;
 pub use params::{SelectionParams, SelectionStats};

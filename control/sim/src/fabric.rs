@@ -19,7 +19,9 @@ use canary_core::fabric::{HhReport, SwitchError};
 use canary_core::fault::LinkLoss;
 use canary_core::model::{epoch_tag, SwitchConfig, SwitchModel};
 use canary_core::pathbf::PathBfCodec;
-use canary_core::topo::{FloodTree, ForwardingState, PortMap, Routing, SwitchIx, Topology};
+use canary_core::topo::{
+    FloodTree, ForwardingState, PortEnds, PortMap, Routing, SwitchIx, Topology,
+};
 use hosts::Hosts;
 use links::LinkDrops;
 use queue::{Event, EventQueue};
@@ -90,6 +92,9 @@ impl Generations {
 pub struct SimFabric {
     topo: Topology,
     ports: PortMap,
+    /// `ports` by port number, and the longest route (in switches) before it counts as a loop.
+    ends: PortEnds,
+    max_hops: usize,
     forwarding: Vec<ForwardingState>,
     masks: Vec<u32>,
     cfg: SimConfig,
@@ -132,9 +137,7 @@ impl SimFabric {
         let mut loss_rng = ChaCha8Rng::seed_from_u64(cfg.seed ^ 0x5eed_1055);
         let routing = Routing::new(&topo);
         let tree = FloodTree::new(&topo);
-        let forwarding: Vec<ForwardingState> = (0..topo.switches.len() as SwitchIx)
-            .map(|s| ForwardingState::of(&topo, &routing, &tree, s, ports.of(s)))
-            .collect();
+        let forwarding = ForwardingState::all(&topo, &routing, &tree, &ports);
         let masks = codec.masks.clone();
         let mut gens = Generations::default();
         let switches: Vec<SimSwitch> = (0..topo.switches.len())
@@ -179,6 +182,8 @@ impl SimFabric {
         };
         let net = Switches::new(switches, cfg.hop_latency_ns, cfg.traffic.line_gap_ns);
         Self {
+            ends: PortEnds::new(&topo, &ports),
+            max_hops: 4 * (topo.top_layer() as usize + 1),
             topo,
             ports,
             forwarding,

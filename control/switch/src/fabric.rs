@@ -119,18 +119,19 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
         assert_eq!(drivers.len(), topo.switches.len(), "one driver per switch");
         let routing = Routing::new(topo);
         let tree = FloodTree::new(topo);
+        let states = ForwardingState::all(topo, &routing, &tree, ports);
         let slots = drivers
             .into_iter()
             .enumerate()
             .map(|(i, driver)| {
                 let s = i as SwitchIx;
-                let state = ForwardingState::of(topo, &routing, &tree, s, ports.of(s));
+                let state = &states[i];
                 Slot {
                     driver,
                     ix: s,
                     monitor: topo.switches[i].monitor,
                     mask: masks[i],
-                    forwarding: entries::forwarding(&state, masks[i]),
+                    forwarding: entries::forwarding(state, masks[i]),
                     rules: Rules::default(),
                     ids: RuleIds::default(),
                     configured: false,

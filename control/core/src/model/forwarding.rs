@@ -9,18 +9,32 @@ use crate::topo::{ForwardingState, Replica};
 use rustc_hash::FxHashMap;
 use std::sync::Arc;
 
-/// Routes of one prefix length: prefix → (group, size).
-type RoutesOfLength = FxHashMap<u128, (u16, u16)>;
+/// What a route leads to: the ECMP size it gives, and its group's members (`len` ports from
+/// `first` in [`Forwarding::members`]; `first == NO_GROUP` when the group does not exist).
+#[derive(Clone, Copy, Debug)]
+struct Hit {
+    size: u16,
+    first: u32,
+    len: u32,
+}
+
+const NO_GROUP: u32 = u32::MAX;
+
+/// Routes of one prefix length: prefix → hit. IPv4 keys are the address's 32 bits (every IPv4
+/// route and address shares the mapped form's upper 96): half the memory per entry, and a
+/// fabric's routes are looked up on every hop of every flow across tables larger than the caches.
+type V4OfLength = FxHashMap<u32, Hit>;
+type V6OfLength = FxHashMap<u128, Hit>;
 
 /// The forwarding tables, indexed for lookups.
 #[derive(Clone, Debug, Default)]
 pub(super) struct Forwarding {
     pub(super) state: ForwardingState,
     /// Longest first: (prefix length on 128 bits, its routes), per family.
-    v4: Vec<(u8, RoutesOfLength)>,
-    v6: Vec<(u8, RoutesOfLength)>,
-    /// Members by group id.
-    groups: FxHashMap<u16, Vec<u32>>,
+    v4: Vec<(u8, V4OfLength)>,
+    v6: Vec<(u8, V6OfLength)>,
+    /// Every group's members, one group after the other (routes point into it).
+    members: Vec<u32>,
     pub(super) flood_of_port: FxHashMap<u32, u16>,
     replicas: FxHashMap<u16, Vec<Replica>>,
 }
@@ -33,25 +47,47 @@ fn mask128(len: u8) -> u128 {
     }
 }
 
+/// Longest first.
+fn by_length<K>(m: FxHashMap<u8, FxHashMap<K, Hit>>) -> Vec<(u8, FxHashMap<K, Hit>)> {
+    let mut v: Vec<_> = m.into_iter().collect();
+    v.sort_by_key(|e| std::cmp::Reverse(e.0));
+    v
+}
+
 impl Forwarding {
     fn new(state: ForwardingState) -> Self {
-        let mut v4: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
-        let mut v6: FxHashMap<u8, RoutesOfLength> = FxHashMap::default();
-        for r in &state.routes {
-            let t = if r.prefix.is_v4() { &mut v4 } else { &mut v6 };
-            t.entry(r.prefix.len128())
-                .or_default()
-                .insert(r.prefix.addr.to_u128(), (r.group, r.size));
-        }
-        let sorted = |m: FxHashMap<u8, RoutesOfLength>| {
-            let mut v: Vec<_> = m.into_iter().collect();
-            v.sort_by_key(|e| std::cmp::Reverse(e.0));
-            v
+        // By id, a later group of the same id replacing an earlier one.
+        let groups: FxHashMap<u16, &Vec<u32>> = state.groups.iter().map(|(g, m)| (*g, m)).collect();
+        let mut members = Vec::new();
+        let mut spans: FxHashMap<u16, (u32, u32)> = FxHashMap::default();
+        let mut hit = |group: u16, size: u16| {
+            let (first, len) = match groups.get(&group) {
+                None => (NO_GROUP, 0),
+                Some(m) => *spans.entry(group).or_insert_with(|| {
+                    members.extend_from_slice(m);
+                    ((members.len() - m.len()) as u32, m.len() as u32)
+                }),
+            };
+            Hit { size, first, len }
         };
+        let mut v4: FxHashMap<u8, V4OfLength> = FxHashMap::default();
+        let mut v6: FxHashMap<u8, V6OfLength> = FxHashMap::default();
+        for r in &state.routes {
+            let (len, a, h) = (
+                r.prefix.len128(),
+                r.prefix.addr.to_u128(),
+                hit(r.group, r.size),
+            );
+            if r.prefix.is_v4() {
+                v4.entry(len).or_default().insert(a as u32, h);
+            } else {
+                v6.entry(len).or_default().insert(a, h);
+            }
+        }
         Forwarding {
-            v4: sorted(v4),
-            v6: sorted(v6),
-            groups: state.groups.iter().cloned().collect(),
+            v4: by_length(v4),
+            v6: by_length(v6),
+            members,
             flood_of_port: state.floods.iter().map(|f| (f.in_port, f.group)).collect(),
             replicas: state
                 .floods
@@ -62,11 +98,17 @@ impl Forwarding {
         }
     }
 
-    fn lookup(&self, dst: Addr) -> Option<(u16, u16)> {
+    fn lookup(&self, dst: Addr) -> Option<Hit> {
         let a = dst.to_u128();
-        let t = if dst.is_v4() { &self.v4 } else { &self.v6 };
-        t.iter()
-            .find_map(|(len, m)| m.get(&(a & mask128(*len))).copied())
+        if dst.is_v4() {
+            self.v4
+                .iter()
+                .find_map(|(len, m)| m.get(&((a & mask128(*len)) as u32)).copied())
+        } else {
+            self.v6
+                .iter()
+                .find_map(|(len, m)| m.get(&(a & mask128(*len))).copied())
+        }
     }
 
     pub(super) fn is_host_port(&self, port: u32) -> bool {
@@ -75,10 +117,15 @@ impl Forwarding {
 
     /// The ECMP member of the longest-prefix route to the flow's destination.
     fn route(&self, mask: u32, flow: &FlowId, c32: u32) -> Option<u32> {
-        let (group, size) = self.lookup(flow.dst)?;
-        let members = self.groups.get(&group)?;
-        let m = ecmp_member(c32, mask, size) as usize;
-        members.get(m).copied()
+        let hit = self.lookup(flow.dst)?;
+        if hit.first == NO_GROUP {
+            return None;
+        }
+        let m = ecmp_member(c32, mask, hit.size);
+        if m as u32 >= hit.len {
+            return None;
+        }
+        self.members.get(hit.first as usize + m as usize).copied()
     }
 }
 

@@ -170,12 +170,7 @@ impl FlowSelector {
     /// would never be counted downstream again. A rule whose install failed is not kept: it may
     /// be missing, and a flow expected at once (a sentinel) would read as lost on its segment.
     pub(super) fn held_back_dsm(&self, switch: SwitchIx, flow: FlowId, path_bf: u32) -> HeldBack {
-        let removal = RuleOp::RemoveDsm {
-            switch,
-            flow,
-            path_bf,
-        };
-        match self.deferred.iter().position(|op| *op == removal) {
+        match self.deferred.position(switch, flow, path_bf) {
             None => HeldBack::None,
             Some(_) if self.dsm_unsure.contains(&(switch, flow, path_bf)) => HeldBack::Unsure,
             Some(i) => HeldBack::Kept(i),

@@ -32,11 +32,10 @@ impl Predictor {
     pub fn new(topo: &Topology, ports: &PortMap, masks: &[u32]) -> Self {
         let routing = Routing::new(topo);
         let tree = FloodTree::new(topo);
-        let routers = (0..topo.switches.len() as SwitchIx)
-            .map(|s| {
-                let state = ForwardingState::of(topo, &routing, &tree, s, ports.of(s));
-                Router::new(state, masks.get(s as usize).copied().unwrap_or(0))
-            })
+        let routers = ForwardingState::all(topo, &routing, &tree, ports)
+            .into_iter()
+            .enumerate()
+            .map(|(s, state)| Router::new(state, masks.get(s).copied().unwrap_or(0)))
             .collect();
         Self {
             routers,

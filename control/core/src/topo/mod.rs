@@ -14,13 +14,14 @@ mod routing;
 pub mod segments;
 pub mod yaml;
 
+use rustc_hash::FxHashMap;
 use serde::{Deserialize, Serialize};
 use std::collections::HashMap;
 use std::fmt;
 
 pub use addressing::{default_ipv6, rack_prefixes, Prefix};
 pub use forwarding::{Flood, FloodTree, ForwardingState, Replica, Route};
-pub use ports::{PortMap, SwitchPorts};
+pub use ports::{PortEnd, PortEnds, PortMap, SwitchPorts};
 pub use routing::{ecmp_mix, mix64, Routing};
 pub use segments::{Segment, SegmentId, Segments, SubProblem};
 
@@ -97,7 +98,8 @@ pub struct Topology {
     /// Directed links; every physical link appears in both directions.
     pub links: Vec<Link>,
     by_name: HashMap<String, SwitchIx>,
-    link_ix: HashMap<(SwitchIx, SwitchIx), LinkIx>,
+    /// Looked up on every hop of every simulated flow's route: Fx, not SipHash.
+    link_ix: FxHashMap<(SwitchIx, SwitchIx), LinkIx>,
     neighbors: Vec<Vec<SwitchIx>>,
     hosts_of: Vec<Vec<u32>>,
 }
@@ -152,7 +154,8 @@ impl Topology {
             }
         }
         let mut links = Vec::with_capacity(undirected.len() * 2);
-        let mut link_ix = HashMap::with_capacity(undirected.len() * 2);
+        let mut link_ix =
+            FxHashMap::with_capacity_and_hasher(undirected.len() * 2, Default::default());
         let mut neighbors = vec![Vec::new(); switches.len()];
         for &(a, b) in undirected {
             let (na, nb) = (&switches[a as usize], &switches[b as usize]);

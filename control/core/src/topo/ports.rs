@@ -4,7 +4,7 @@
 //! [`PortMap::canonical`]ly. Forwarding, ECMP member order and flooding are defined on ports,
 //! so the simulator and a real fabric given the same map forward every packet alike.
 
-use super::{SwitchIx, Topology};
+use super::{LinkIx, SwitchIx, Topology};
 use std::collections::BTreeMap;
 
 /// One switch's ports.
@@ -84,6 +84,62 @@ impl PortMap {
     }
 }
 
+/// What a port faces.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PortEnd {
+    /// A host (index into `Topology::hosts`).
+    Host(u32),
+    /// A neighboring switch, and the directed link to it (`None` when the topology lacks it).
+    Switch(SwitchIx, Option<LinkIx>),
+}
+
+/// Every switch's ports by number, what each faces: [`SwitchPorts::host`] and
+/// [`SwitchPorts::neighbor`] scan the maps, which costs on every hop of every flow's route.
+#[derive(Clone, Debug, Default)]
+pub struct PortEnds {
+    /// Per switch, ascending by port.
+    switches: Vec<Vec<(u32, PortEnd)>>,
+}
+
+impl PortEnds {
+    /// As `host` and `neighbor` answer: a port that faces a host and a switch (a broken ports
+    /// file) faces the host; one facing several of a kind faces the lowest.
+    pub fn new(topo: &Topology, ports: &PortMap) -> Self {
+        let switches = ports
+            .switches
+            .iter()
+            .enumerate()
+            .map(|(s, p)| {
+                let mut ends: Vec<(u32, PortEnd)> = Vec::new();
+                let hosts = p
+                    .host_ports
+                    .iter()
+                    .map(|(&h, &port)| (port, PortEnd::Host(h)));
+                let switches = p
+                    .switch_ports
+                    .iter()
+                    .map(|(&n, &port)| (port, PortEnd::Switch(n, topo.link(s as SwitchIx, n))));
+                for (port, end) in hosts.chain(switches) {
+                    if !ends.iter().any(|e| e.0 == port) {
+                        ends.push((port, end));
+                    }
+                }
+                ends.sort_unstable_by_key(|e| e.0);
+                ends
+            })
+            .collect();
+        PortEnds { switches }
+    }
+
+    /// What port `port` of switch `s` faces; `None` for a port it does not have.
+    pub fn of(&self, s: SwitchIx, port: u32) -> Option<PortEnd> {
+        let ends = self.switches.get(s as usize)?;
+        ends.binary_search_by_key(&port, |e| e.0)
+            .ok()
+            .map(|i| ends[i].1)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -100,5 +156,27 @@ mod tests {
         assert_eq!(p.neighbor(2), t.switch("agg0_1"));
         assert_eq!(p.host(3), Some(0));
         assert_eq!(p.host(1), None);
+    }
+
+    #[test]
+    fn port_ends_answer_as_the_maps_do() {
+        let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
+        let m = PortMap::canonical(&t);
+        let ends = PortEnds::new(&t, &m);
+        for s in 0..t.switches.len() as SwitchIx {
+            let p = m.of(s);
+            for port in 0..8 {
+                let want = match (p.host(port), p.neighbor(port)) {
+                    (Some(h), _) => Some(PortEnd::Host(h)),
+                    (None, Some(n)) => Some(PortEnd::Switch(n, t.link(s, n))),
+                    (None, None) => None,
+                };
+                assert_eq!(ends.of(s, port), want, "switch {s} port {port}");
+            }
+        }
+        // A port listed for a host and a switch faces the host.
+        let mut odd = m.clone();
+        odd.switches[0].host_ports.insert(99, 1);
+        assert_eq!(PortEnds::new(&t, &odd).of(0, 1), Some(PortEnd::Host(99)));
     }
 }

@@ -12,7 +12,7 @@ use super::{gap, SimConfig, SimStats};
 use canary_core::fault::hits_flow;
 use canary_core::model::Router;
 use canary_core::sketch::FlowHashes;
-use canary_core::topo::{LinkIx, PortMap, SwitchIx, Topology};
+use canary_core::topo::{LinkIx, PortEnd, PortEnds, SwitchIx, Topology};
 use canary_core::FlowId;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
@@ -21,7 +21,9 @@ use rand_chacha::ChaCha8Rng;
 #[derive(Clone, Copy)]
 pub(super) struct Fixed<'a> {
     pub topo: &'a Topology,
-    pub ports: &'a PortMap,
+    pub ends: &'a PortEnds,
+    /// The most switches a route may cross before it counts as a loop.
+    pub max_hops: usize,
     pub cfg: &'a SimConfig,
 }
 
@@ -85,21 +87,19 @@ impl Hosts {
         id: &FlowId,
         h: FlowHashes,
     ) -> Option<(Vec<SwitchIx>, Vec<LinkIx>)> {
-        let max_hops = 4 * (fx.topo.top_layer() as usize + 1);
         let mut s = fx.topo.hosts[host as usize].switch;
         let mut path = vec![s];
         let mut links = Vec::new();
         loop {
             let port = self.routers[s as usize].route(id, h.c32)?;
-            let ports = fx.ports.of(s);
-            if ports.host(port).is_some() {
-                return Some((path, links));
-            }
-            let next = ports.neighbor(port)?;
-            links.push(fx.topo.link(s, next)?);
+            let (next, link) = match fx.ends.of(s, port)? {
+                PortEnd::Host(_) => return Some((path, links)),
+                PortEnd::Switch(next, link) => (next, link?),
+            };
+            links.push(link);
             path.push(next);
             s = next;
-            if path.len() > max_hops {
+            if path.len() > fx.max_hops {
                 return None;
             }
         }

@@ -48,7 +48,8 @@ impl SimFabric {
         self.sync_hosts();
         let fx = Fixed {
             topo: &self.topo,
-            ports: &self.ports,
+            ends: &self.ends,
+            max_hops: self.max_hops,
             cfg: &self.cfg,
         };
         let mut batch = Batch::default();

@@ -20,7 +20,8 @@ impl SimFabric {
     pub(super) fn fixed(&self) -> Fixed<'_> {
         Fixed {
             topo: &self.topo,
-            ports: &self.ports,
+            ends: &self.ends,
+            max_hops: self.max_hops,
             cfg: &self.cfg,
         }
     }
@@ -71,7 +72,8 @@ impl SimFabric {
         self.hosts.parks = 0;
         let fx = Fixed {
             topo: &self.topo,
-            ports: &self.ports,
+            ends: &self.ends,
+            max_hops: self.max_hops,
             cfg: &self.cfg,
         };
         let (hosts, net) = (&mut self.hosts, &mut self.net);
@@ -137,7 +139,8 @@ impl SimFabric {
         };
         let fx = Fixed {
             topo: &self.topo,
-            ports: &self.ports,
+            ends: &self.ends,
+            max_hops: self.max_hops,
             cfg: &self.cfg,
         };
         self.hosts.walk(fx, &mut p, u64::MAX, None, &mut batch);
