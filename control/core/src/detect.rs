@@ -139,13 +139,10 @@ pub struct Anomalies {
     pub torn: u64,
     /// Packets that reached their DSM after the harvest, found by reading the downstream
     /// switches of the segments that lost packets a second time before judging the epoch
-    /// (which is judged on that read): the drain was too short for them.
-    #[serde(default, skip_serializing_if = "is_zero")]
+    /// (which is judged on that read): the drain was too short for them. Always written:
+    /// records cross the cluster in postcard, which cannot skip a field.
+    #[serde(default)]
     pub late: u64,
-}
-
-fn is_zero(n: &u64) -> bool {
-    *n == 0
 }
 
 impl Anomalies {
