@@ -10,7 +10,9 @@
 //! * Install order: DSM before USM. The DSM counts only packets the USM marked, so a flow is
 //!   never counted downstream without being counted upstream.
 //! * Retirement: a flow that yields no minus-meter entry for `retire_after` epochs in a row (it
-//!   ended, or it keeps colliding and only pollutes buckets) is retired. Its USM rule goes first;
+//!   ended, or it keeps colliding and only pollutes buckets) is retired. Only epochs its rules
+//!   were in for the whole of count: not the one it was selected after, nor its rules' first
+//!   ([`partial`]). Its USM rule goes first;
 //!   the DSM rule goes one epoch later, once its marked packets in flight have drained.
 //! * A segment holds at most `max_flows_per_segment` flows, so a segment whose traffic cannot
 //!   reach α does not grow its rules without bound.
@@ -49,6 +51,8 @@ struct Monitored {
     downstream: SwitchIx,
     path_bf: u32,
     idle_epochs: u32,
+    /// The selection that started it ([`FlowSelector::selections`]).
+    selected_at: u64,
     /// Its DSM has counted it on this segment since its rules were installed and the
     /// forwarding last changed on its way: its absence downstream is loss ([`FlowSelector::expected`]).
     verified: bool,
@@ -97,6 +101,12 @@ pub struct FlowSelector {
     /// already counted (it serves another segment): their first epoch's counts disagree by the
     /// packets sent before the DSM rule was in ([`FlowSelector::take_half_counted`]).
     half_counted: HashSet<(FlowId, SegmentId)>,
+    /// Half-counted pairs of the epoch after the next ([`partial`]).
+    half_counted_next: HashSet<(FlowId, SegmentId)>,
+    /// Retired pairs whose DSM removal is held back while their USM rule keeps counting.
+    dsm_leaving: Vec<(FlowId, SegmentId)>,
+    /// Selections made ([`FlowSelector::on_epoch`] calls): a flow's age in epochs.
+    selections: u64,
     /// DSM rules (switch, flow, pathBF) whose install failed and that nothing showed on the
     /// switch since: they may be missing ([`FlowSelector::on_failed`]).
     dsm_unsure: HashSet<(SwitchIx, FlowId, u32)>,
@@ -134,6 +144,9 @@ impl FlowSelector {
             parked: HashMap::new(),
             unsettled: HashSet::new(),
             half_counted: HashSet::new(),
+            half_counted_next: HashSet::new(),
+            dsm_leaving: Vec::new(),
+            selections: 0,
             dsm_unsure: HashSet::new(),
             predictor: None,
             entry: HashMap::new(),
@@ -159,6 +172,7 @@ impl FlowSelector {
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
         let ops = self.deferred.take();
+        self.dsm_removals_go_out();
         self.count_ops(&ops);
         self.removals_sent(&ops);
         ops
@@ -240,6 +254,7 @@ impl FlowSelector {
         let mut round_over = Vec::new();
         let watching = self.watching.take();
         let is_watched = |s: SegmentId| watching.as_ref().is_none_or(|w| w.contains(&s));
+        let now = self.selections;
         for (&key, m) in self.flows.iter_mut() {
             if !is_watched(key.1) {
                 // Its round is over: its rules make room for the next round's flows.
@@ -247,6 +262,8 @@ impl FlowSelector {
                 round_over.push((key.1, key.0, m.path_bf, m.verified));
             } else if seen.contains(&key) {
                 m.idle_epochs = 0;
+            } else if !partial::whole_epoch(m.selected_at, now) {
+                // Its rules were not in for the whole epoch: not counted says nothing.
             } else if answered.contains(&m.upstream) && answered.contains(&m.downstream) {
                 m.idle_epochs += 1;
                 if m.idle_epochs >= self.params.retire_after {
@@ -265,6 +282,8 @@ impl FlowSelector {
                     flow,
                 });
                 self.used(m.upstream, USM, -1);
+            } else {
+                self.dsm_leaving.push(key);
             }
             self.deferred.push(RuleOp::RemoveDsm {
                 switch: m.downstream,
@@ -281,92 +300,8 @@ impl FlowSelector {
         ops.extend(self.unpark(segments));
         self.ask_where_short(det, answered, segments, codec, &mut ops);
         self.predict_from_arrivals(det, segments, codec, &mut ops);
+        self.selections += 1;
         ops
-    }
-
-    /// Monitors `flow` on `seg`: its DSM rule, then a USM rule upstream unless another segment's
-    /// flow already has it. False when a table is full (counted), or when its DSM rule, whose
-    /// install failed, has a removal held back that must go out first.
-    fn start_monitoring(
-        &mut self,
-        segments: &Segments,
-        seg: SegmentId,
-        flow: FlowId,
-        path_bf: u32,
-        verified: bool,
-        ops: &mut Vec<RuleOp>,
-    ) -> bool {
-        let s = segments.get(seg);
-        let (upstream, downstream) = (s.upstream(), s.downstream());
-        let pending = match self.held_back_dsm(downstream, flow, path_bf) {
-            absence::HeldBack::None => None,
-            absence::HeldBack::Kept(i) => Some(i),
-            absence::HeldBack::Unsure => return false,
-        };
-        let new_usm = !self.usm_users.contains_key(&(upstream, flow));
-        if !new_usm {
-            // Its USM counts the whole epoch, its new DSM rule only from the install on.
-            self.half_counted.insert((flow, seg));
-        }
-        let dsm_room = pending.is_some() || self.room(downstream, DSM);
-        if !dsm_room || (new_usm && !self.room(upstream, USM)) {
-            self.stats.refused_full += 1;
-            return false;
-        }
-        match pending {
-            Some(i) => {
-                self.deferred.remove(i);
-            }
-            None => {
-                self.dsm_unsure.remove(&(downstream, flow, path_bf));
-                ops.push(RuleOp::InstallDsm {
-                    switch: downstream,
-                    flow,
-                    path_bf,
-                });
-                self.used(downstream, DSM, 1);
-            }
-        }
-        let users = self.usm_users.entry((upstream, flow)).or_default();
-        *users += 1;
-        if *users == 1 {
-            ops.push(RuleOp::InstallUsm {
-                switch: upstream,
-                flow,
-            });
-            self.used(upstream, USM, 1);
-        }
-        self.flows.insert(
-            (flow, seg),
-            Monitored {
-                segment: seg,
-                upstream,
-                downstream,
-                path_bf,
-                idle_epochs: 0,
-                verified,
-                predicted: false,
-                sentinel: false,
-            },
-        );
-        *self.per_segment.entry(seg).or_default() += 1;
-        self.stats.flows_added += 1;
-        true
-    }
-
-    /// One monitored segment less for the USM rule (switch, flow); true when it was the last
-    /// and the rule should go.
-    fn release_usm(&mut self, switch: SwitchIx, flow: FlowId) -> bool {
-        let users = self
-            .usm_users
-            .get_mut(&(switch, flow))
-            .expect("counted on insert");
-        *users -= 1;
-        if *users == 0 {
-            self.usm_users.remove(&(switch, flow));
-            return true;
-        }
-        false
     }
 }
 
@@ -375,7 +310,9 @@ mod ask;
 mod capacity;
 mod deferred;
 mod entry;
+mod monitoring;
 mod params;
+mod partial;
 pub mod predict;
 mod recovery;
 mod rounds;
@@ -385,6 +322,6 @@ mod tests;
 mod tests_predict;
 
 pub use capacity::{FullTable, RuleCapacity};
-use capacity::{DSM, HH, USM};
+use capacity::{HH, USM};
 use deferred::Deferred;
 pub use params::{SelectionParams, SelectionStats};

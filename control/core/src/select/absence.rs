@@ -79,13 +79,6 @@ impl FlowSelector {
         }
     }
 
-    /// The (flow, segment) pairs whose counts of the epoch now being harvested are no loss
-    /// measure: their DSM rule went in during it while the flow's USM rule was already counting
-    /// for another segment. Call once per epoch, before this epoch's selection.
-    pub fn take_half_counted(&mut self) -> HashSet<(FlowId, SegmentId)> {
-        std::mem::take(&mut self.half_counted)
-    }
-
     /// Rule changes that failed: a flow whose DSM rule may be missing is not expected.
     pub fn on_failed(&mut self, failed: &[RuleOp]) {
         for op in failed {

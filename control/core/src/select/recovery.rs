@@ -99,6 +99,7 @@ impl FlowSelector {
                     downstream: switch,
                     path_bf,
                     idle_epochs: 0,
+                    selected_at: self.selections,
                     verified: false,
                     predicted: false,
                     sentinel: false,
@@ -179,7 +180,8 @@ impl FlowSelector {
         for key in gone {
             let m = self.flows.remove(&key).expect("listed");
             let flow = key.0;
-            if self.release_usm(m.upstream, flow) {
+            let usm_stays = !self.release_usm(m.upstream, flow);
+            if !usm_stays {
                 self.used(m.upstream, USM, -1);
                 if m.upstream != switch {
                     ops.push(RuleOp::RemoveUsm {
@@ -189,6 +191,9 @@ impl FlowSelector {
                 }
             }
             if m.downstream != switch {
+                if usm_stays {
+                    self.dsm_leaving.push(key);
+                }
                 self.deferred.push(RuleOp::RemoveDsm {
                     switch: m.downstream,
                     flow,

@@ -2,6 +2,7 @@ use super::*;
 use crate::detect::{MmEntry, SegmentCount};
 use crate::pathbf::PathBfParams;
 use crate::topo::{fattree::fattree, MonitorPlacement, Routing, Topology};
+use capacity::DSM;
 
 pub(super) fn setup() -> (Topology, Segments, PathBfCodec, HashSet<SwitchIx>) {
     let t = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
@@ -21,6 +22,26 @@ fn params() -> SelectionParams {
         delta: 2,
         ..Default::default()
     }
+}
+
+/// The epoch a flow was selected after and its rules' first, which they were not in for the
+/// whole of: the flow going uncounted there is not idleness.
+fn through_first_epochs(
+    sel: &mut FlowSelector,
+    all: &HashSet<SwitchIx>,
+    s: &Segments,
+    c: &PathBfCodec,
+) {
+    let before = sel.monitored();
+    for _ in 0..2 {
+        let ops = sel.on_epoch(&EpochDetection::default(), all, s, c);
+        assert!(
+            !ops.iter().any(|o| matches!(o, RuleOp::RemoveUsm { .. })),
+            "retired in its first epochs: {ops:?}"
+        );
+    }
+    assert_eq!(sel.monitored(), before);
+    assert_eq!(sel.take_deferred(), vec![], "no DSM rule leaves");
 }
 
 /// One HH rule per switch: of the segments ending at a switch, the one furthest short of
@@ -111,6 +132,7 @@ fn a_full_dsm_table_refuses_reports_until_a_flow_is_retired() {
     assert_eq!(sel.stats.refused_full, 1, "flow 2 refused");
     assert_eq!(sel.usage(seg.downstream())[DSM], 1);
     assert_eq!(sel.take_full()[0].0.table, "dsm_table");
+    through_first_epochs(&mut sel, &all, &s, &c);
     // Flow 1 goes idle and is retired: USM now, DSM a flip later.
     for _ in 0..sel.params().retire_after {
         sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
@@ -191,6 +213,7 @@ fn idle_flows_lose_usm_first_and_dsm_one_epoch_later() {
         &s,
         &c,
     );
+    through_first_epochs(&mut sel, &all, &s, &c);
     let mut seen = EpochDetection::default();
     seen.entries.push(MmEntry {
         flow: flow(1),
@@ -245,6 +268,7 @@ fn a_flow_selected_again_before_its_dsm_removal_keeps_its_dsm_rule() {
         path_bf: bf,
     }];
     sel.on_reports(&report, &s, &c);
+    through_first_epochs(&mut sel, &all, &s, &c);
     sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
     let ops = sel.on_epoch(&EpochDetection::default(), &all, &s, &c);
     assert!(ops.contains(&RuleOp::RemoveUsm {
@@ -306,6 +330,7 @@ fn a_flow_is_selected_on_each_segment_it_crosses_and_shares_one_usm_rule_per_swi
             .count(),
         1
     );
+    through_first_epochs(&mut sel, &all, &s, &c);
     // Only `other` keeps counting: `up` and `down` retire; edge0_0's USM rule stays.
     let mut seen = EpochDetection::default();
     seen.entries.push(MmEntry {

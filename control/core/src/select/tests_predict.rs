@@ -323,9 +323,10 @@ fn a_flow_whose_dsm_install_failed_does_not_keep_its_held_back_rule_when_predict
     );
     sel.on_failed(std::slice::from_ref(&install));
     assert!(!sel.expected().iter().any(is_f));
-    // Idle on `dead` for `retire_after` epochs: retired, and at once predicted there again.
+    // Idle on `dead` for `retire_after` epochs after its rules' first (which they were not in
+    // for the whole of): retired, and at once predicted there again.
     let mut ops = Vec::new();
-    for _ in 0..params().retire_after {
+    for _ in 0..params().retire_after + 1 {
         assert_eq!(sel.take_deferred(), vec![]);
         ops = sel.on_epoch(&det, &all, &s, &c);
     }
