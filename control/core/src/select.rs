@@ -12,8 +12,8 @@
 //! * Retirement: a flow that yields no minus-meter entry for `retire_after` epochs in a row (it
 //!   ended, or it keeps colliding and only pollutes buckets) is retired. Only epochs its rules
 //!   were in for the whole of count: not the one it was selected after, nor its rules' first
-//!   ([`partial`]). Its USM rule goes first;
-//!   the DSM rule goes one epoch later, once its marked packets in flight have drained.
+//!   ([`partial`]). Its USM rule goes first; the DSM rule goes one epoch later, once its marked
+//!   packets in flight have drained.
 //! * A segment holds at most `max_flows_per_segment` flows, so a segment whose traffic cannot
 //!   reach α does not grow its rules without bound.
 //! * Adaptive η: an HH rule that brought no report in a whole epoch while its segment stayed
@@ -101,10 +101,9 @@ pub struct FlowSelector {
     /// already counted (it serves another segment): their first epoch's counts disagree by the
     /// packets sent before the DSM rule was in ([`FlowSelector::take_half_counted`]).
     half_counted: HashSet<(FlowId, SegmentId)>,
-    /// Half-counted pairs of the epoch after the next ([`partial`]).
+    /// Half-counted pairs of the epoch after the next: retired pairs whose held-back DSM
+    /// removal goes out in it while their USM rule keeps counting ([`partial`]).
     half_counted_next: HashSet<(FlowId, SegmentId)>,
-    /// Retired pairs whose DSM removal is held back while their USM rule keeps counting.
-    dsm_leaving: Vec<(FlowId, SegmentId)>,
     /// Selections made ([`FlowSelector::on_epoch`] calls): a flow's age in epochs.
     selections: u64,
     /// DSM rules (switch, flow, pathBF) whose install failed and that nothing showed on the
@@ -145,7 +144,6 @@ impl FlowSelector {
             unsettled: HashSet::new(),
             half_counted: HashSet::new(),
             half_counted_next: HashSet::new(),
-            dsm_leaving: Vec::new(),
             selections: 0,
             dsm_unsure: HashSet::new(),
             predictor: None,
@@ -172,7 +170,6 @@ impl FlowSelector {
     /// DSM removals held back one epoch; call after the drain that followed the parity flip.
     pub fn take_deferred(&mut self) -> Vec<RuleOp> {
         let ops = self.deferred.take();
-        self.dsm_removals_go_out();
         self.count_ops(&ops);
         self.removals_sent(&ops);
         ops
@@ -283,7 +280,7 @@ impl FlowSelector {
                 });
                 self.used(m.upstream, USM, -1);
             } else {
-                self.dsm_leaving.push(key);
+                self.half_counted_next.insert(key);
             }
             self.deferred.push(RuleOp::RemoveDsm {
                 switch: m.downstream,

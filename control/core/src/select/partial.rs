@@ -22,17 +22,11 @@ pub(super) fn whole_epoch(selected_at: u64, now: u64) -> bool {
 }
 
 impl FlowSelector {
-    /// The held-back DSM removals go out now, in the epoch after the one being harvested:
-    /// that epoch's counts of the retired pairs whose USM rule stays are partial.
-    pub(super) fn dsm_removals_go_out(&mut self) {
-        let leaving = std::mem::take(&mut self.dsm_leaving);
-        self.half_counted_next.extend(leaving);
-    }
-
     /// The (flow, segment) pairs whose counts of the epoch now being harvested are no loss
     /// measure: their DSM rule went in, or went, during it while the flow's USM rule counted
-    /// the whole epoch. Call once per epoch, after [`FlowSelector::take_deferred`] and before
-    /// this epoch's selection.
+    /// the whole epoch. Call once per epoch, before this epoch's selection. A pair retired by a
+    /// selection has its DSM removal held back to the next epoch's harvest, so its counts are
+    /// partial in the epoch after that: it waits one call in `half_counted_next`.
     pub fn take_half_counted(&mut self) -> HashSet<(FlowId, SegmentId)> {
         let next = std::mem::take(&mut self.half_counted_next);
         std::mem::replace(&mut self.half_counted, next)

@@ -192,7 +192,7 @@ impl FlowSelector {
             }
             if m.downstream != switch {
                 if usm_stays {
-                    self.dsm_leaving.push(key);
+                    self.half_counted_next.insert(key);
                 }
                 self.deferred.push(RuleOp::RemoveDsm {
                     switch: m.downstream,
