@@ -2,12 +2,12 @@
 # Canary end to end on a Mininet fabric of BMv2 switches, with injected packet loss.
 #
 #   testbed/run.sh --topology fattree:4|FILE --faults FILE|none --epochs N --json OUT
-#                  [--epoch-ms 1000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
+#                  [--epoch-ms 2000] [--rate PPS] [--flows N] [--min-packets N] [--seed N]
 #                  [--svg OUT.svg] [--keep-logs DIR] [--canary BIN] [--neighbours pinned|learned]
 #                  [-- EXTRA `canary run` ARGS]
 #   testbed/run.sh --clean DIR    kill and delete what the run with --keep-logs DIR recorded
 #
-# --rate: packets/s each host sends (default 100, 25 on one CPU), in --flows concurrent UDP flows (default 8) of
+# --rate: packets/s each host sends (default 50, 25 on one CPU), in --flows concurrent UDP flows (default 8) of
 # Pareto(1.2) sizes of at least --min-packets packets (default 50).
 # --neighbours: pinned (default) resolves every host's peers through the fabric before the traffic
 # starts and keeps them; learned leaves ARP and ND to the traffic (BMv2 then drops frames in their
@@ -91,7 +91,7 @@ if [ "${1-}" = --clean ]; then
     exit 1
 fi
 
-topology="" faults="" epochs="" json="" epoch_ms=1000 rate="" flows=8 min_packets=50 seed=1 svg=""
+topology="" faults="" epochs="" json="" epoch_ms=2000 rate="" flows=8 min_packets=50 seed=1 svg=""
 neighbours=pinned
 keep="" canary=""
 extra=()
@@ -123,10 +123,10 @@ done
 [[ $epoch_ms =~ ^[1-9][0-9]*$ ]] || die "--epoch-ms: \`$epoch_ms\` is not a positive integer"
 if [ -z "$rate" ]; then
     # What the CPUs this run may use sustain on the k=4 fat-tree (docs/testbed.md, "What BMv2
-    # loses by itself"): one CPU loses frames inside switches from 50 packets/s per host, two
-    # from 150.
+    # loses by itself"): one CPU loses frames inside switches from 50 packets/s per host; two
+    # (2026-12-01, AMD EPYC VM) from 60 (100 saturates both).
     cpus=$(nproc)
-    if [ "$cpus" -lt 2 ]; then rate=25; else rate=100; fi
+    if [ "$cpus" -lt 2 ]; then rate=25; else rate=50; fi
     say "--rate $rate packets/s per host ($cpus CPUs; --rate sets it)"
 fi
 [[ $rate =~ ^[0-9]+([.][0-9]+)?$ ]] || die "--rate: \`$rate\` is not a number of packets/s"

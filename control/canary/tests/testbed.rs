@@ -44,8 +44,6 @@ fn line2_ten_percent_loss_is_localized_and_nothing_is_left_behind() {
             faults.to_str().unwrap(),
             "--epochs",
             "8",
-            "--rate",
-            "100",
         ],
         dir.path(),
         Duration::from_secs(240),
@@ -198,7 +196,8 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
     assert!(said.contains("on a 50% share of flows"), "{said}");
 }
 
-/// A healthy k=4 fabric for 30 epochs of 1 s at 100 packets/s per host: no link and no switch
+/// A healthy k=4 fabric for 30 epochs of 2 s at run.sh's rate (50 packets/s per host on two
+/// CPUs): no link and no switch
 /// loses a frame (the hosts' neighbours pinned before the traffic: the controller's per-epoch
 /// calls cost BMv2 nothing, docs/testbed.md "What the harvest costs the switches"), and nothing
 /// is blamed in any epoch. About 60 s.
@@ -219,8 +218,6 @@ fn fattree4_a_healthy_fabric_loses_nothing_and_blames_nothing() {
         "none",
         "--epochs",
         &epochs,
-        "--rate",
-        "100",
     ];
     let r = run_testbed(&args, dir.path(), Duration::from_secs(400));
     assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);

@@ -12,7 +12,7 @@
 use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
 use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
-use canary_core::detect::{SegmentCount, Window, WindowCount};
+use canary_core::detect::{FlowWindow, SegmentCount, Window, WindowCount, FLOW_EPOCHS};
 use canary_core::fabric::Fabric;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::select::FlowSelector;
@@ -54,6 +54,9 @@ pub struct Controller {
     pub cfg: ControllerConfig,
     selector: FlowSelector,
     window: Window,
+    /// The window's flows of each thin segment, when every segment is watched every epoch:
+    /// what a loss on some flows only is weighed with.
+    flow_window: FlowWindow,
     /// How segments are judged lossy, and blames held.
     judge: Judge,
     /// The last epoch's verdict: under the sequential decision a blame holds until a test
@@ -107,6 +110,7 @@ impl Controller {
         Self {
             selector: FlowSelector::new(cfg.selection),
             window: Window::new(cfg.window),
+            flow_window: FlowWindow::new(FLOW_EPOCHS.max(cfg.window)),
             judge,
             last_verdict: Vec::new(),
             held: Vec::new(),

@@ -219,10 +219,12 @@ impl EpochDetection {
 }
 
 mod flow_share;
+mod flow_window;
 mod join;
 mod records;
 
 pub use flow_share::{some_flows_only, FlowShare};
+pub use flow_window::{FlowCount, FlowWindow, FLOW_DETAIL, FLOW_EPOCHS};
 pub use join::{expected_by_downstream, join, minus_meters, minus_meters_expecting, partition_of};
 pub use records::{vanished, DsmEntry, Expected, SwitchRecords, UsmEntry};
 
@@ -319,6 +321,10 @@ pub struct ObservedSegment {
     /// that its links are loss-free, like a segment that lost nothing.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub background: bool,
+    /// Its flows over the window, one count each, when it had few
+    /// ([`FlowWindow`]); empty otherwise, and its packets stand for its flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<FlowCount>,
 }
 
 impl ObservedSegment {
@@ -364,6 +370,7 @@ pub fn observed(
         lost: c.lost,
         success,
         background: false,
+        flows: Vec::new(),
     })
 }
 

@@ -123,6 +123,7 @@ fn segment_observations(at: &Path, topo: &Topology, case: &Case) -> Observations
                 lost: p.lost,
                 success: 1.0 - p.lost as f64 / p.sent as f64,
                 background: false,
+                flows: Vec::new(),
             }
         })
         .collect();

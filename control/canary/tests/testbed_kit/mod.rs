@@ -238,8 +238,8 @@ pub fn blamed(v: &serde_json::Value) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// testbed/run.sh on the k=4 fat-tree with a fault file, for `epochs` one-second epochs; fails
-/// the test unless it succeeded.
+/// testbed/run.sh on the k=4 fat-tree with a fault file, for `epochs` epochs of run.sh's length
+/// (2 s); fails the test unless it succeeded.
 pub fn run_fattree4(faults: &Path, epochs: u32, dir: &Path) -> Run {
     let epochs = epochs.to_string();
     let args = [

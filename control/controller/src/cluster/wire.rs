@@ -3,7 +3,7 @@
 
 use super::ClusterError;
 use canary_core::detect::{
-    Anomalies, MmEntry, Observations, ObservedSegment, SegmentCount, SwitchRecords,
+    Anomalies, FlowCount, MmEntry, Observations, ObservedSegment, SegmentCount, SwitchRecords,
 };
 use canary_core::fabric::{MeterSnapshot, Parity};
 use canary_core::localize::{CanaryParams, SubVerdict};
@@ -229,6 +229,7 @@ pub struct WireSegment {
     pub lost: u64,
     pub success: f64,
     pub background: bool,
+    pub flows: Vec<FlowCount>,
 }
 
 impl From<ObservedSegment> for WireSegment {
@@ -241,6 +242,7 @@ impl From<ObservedSegment> for WireSegment {
             lost: s.lost,
             success: s.success,
             background: s.background,
+            flows: s.flows,
         }
     }
 }
@@ -259,6 +261,7 @@ impl Localize {
                     lost: s.lost,
                     success: s.success,
                     background: s.background,
+                    flows: s.flows,
                 })
                 .collect(),
         }

@@ -82,6 +82,15 @@ impl Judge {
         Some((s.decider.link_gain(link, counts, q), s.decider.threshold()))
     }
 
+    /// The epoch each segment declared lossy began losing, as its test dates it (none under
+    /// the paper's rule, which dates nothing).
+    pub(super) fn onsets(&self) -> BTreeMap<SegmentId, u64> {
+        match self {
+            Judge::Floor { .. } => BTreeMap::new(),
+            Judge::Sequential(s) => s.decider.lossy().map(|(seg, l)| (seg, l.since)).collect(),
+        }
+    }
+
     /// Notes the links the epoch blamed, with the least their loss has been: what the next
     /// epoch's all-clear tests.
     pub(super) fn blamed(&mut self, least: impl FnOnce() -> Vec<(LinkIx, f64)>) {

@@ -65,19 +65,52 @@ impl Controller {
         }
         self.window.push(det.segments.clone());
         self.last = det.segments.clone();
-        let Decided { obs, changes } = self.judge.decide(
+        let Decided { mut obs, changes } = self.judge.decide(
             self.epoch,
             &det,
             &self.segments,
             &self.window,
             &mut self.watching,
         );
+        self.with_flows(&det, &mut obs);
         Counted {
             det,
             incomplete,
             segments_skipped,
             obs,
             changes,
+        }
+    }
+
+    /// Gives each thin segment of a sub-problem with a loss its flows (`FlowWindow`) from the
+    /// loss's onset on, or over the window if that is longer: what a loss on some flows only
+    /// is weighed with. Only when every segment is counted over the same epochs: in rounds a
+    /// pin's flows can be older than the loss they are weighed against.
+    fn with_flows(&mut self, det: &EpochDetection, obs: &mut Observations) {
+        if !self.watching.same_epochs() {
+            return;
+        }
+        let kept = det
+            .entries
+            .iter()
+            .filter(|e| det.segments.contains_key(&e.segment));
+        self.flow_window.push(self.epoch, kept);
+        let onsets = self.judge.onsets();
+        let window_start = (self.epoch + 1).saturating_sub(self.cfg.window as u64);
+        let mut start: BTreeMap<u32, u64> = BTreeMap::new();
+        for o in obs.segments.iter().filter(|o| o.success < 1.0) {
+            let onset = onsets.get(&o.segment).copied().unwrap_or(window_start);
+            let e = start.entry(o.subproblem).or_insert(window_start);
+            *e = (*e).min(onset);
+        }
+        let from: BTreeMap<u32, u64> = obs
+            .segments
+            .iter()
+            .filter_map(|o| Some((o.segment, *start.get(&o.subproblem)?)))
+            .collect();
+        let mut flows = self.flow_window.totals(&from);
+        for o in &mut obs.segments {
+            o.flows = flows.remove(&o.segment).unwrap_or_default();
         }
     }
 

@@ -114,5 +114,6 @@ fn observed(
             1.0
         },
         background: false,
+        flows: Vec::new(),
     }
 }

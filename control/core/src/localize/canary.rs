@@ -23,6 +23,10 @@ pub struct SegmentObs {
     pub success: f64,
     /// Packets sent on the segment (sample size).
     pub sent: f64,
+    /// Its flows, one count each, when it had few (`crate::detect::FlowWindow`); empty when
+    /// its packets stand for its flows.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub flows: Vec<crate::detect::FlowCount>,
 }
 
 /// One independent localization problem (e.g. one pod).

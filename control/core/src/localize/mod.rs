@@ -31,6 +31,7 @@ mod pins;
 pub mod redundant;
 pub mod segments;
 mod settle;
+mod shapes;
 pub mod sick;
 mod unexplained;
 pub mod vote007;
@@ -42,6 +43,7 @@ pub(crate) fn seg(links: Vec<u32>, sent: f64, lost: f64) -> SegmentObs {
         links,
         success: 1.0 - lost / sent,
         sent,
+        flows: Vec::new(),
     }
 }
 

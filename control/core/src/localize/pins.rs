@@ -98,18 +98,20 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: Option<&[LinkI
     loop {
         // The most packets a kept loss-free segment carried over each link, and all of them.
         let mut pin: HashMap<LinkIx, u64> = HashMap::new();
-        let mut pinned: HashMap<LinkIx, u64> = HashMap::new();
+        let mut pinned: HashMap<LinkIx, Pins> = HashMap::new();
         for &i in &idx {
             let s = &obs.segments[i];
             if s.success >= 1.0 {
                 for &l in &s.links {
                     let e = pin.entry(l).or_default();
                     *e = (*e).max(s.sent);
-                    *pinned.entry(l).or_default() += s.sent;
+                    let p = pinned.entry(l).or_default();
+                    p.packets += s.sent;
+                    p.segments.push(i);
                 }
             }
         }
-        let unpin = idx.iter().find_map(|&i| {
+        let unpin = idx.iter().copied().find_map(|i| {
             let s = &obs.segments[i];
             let q = 1.0 - s.success;
             if q <= 0.0 || s.links.iter().any(|l| !pin.contains_key(l)) {
@@ -126,8 +128,7 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: Option<&[LinkI
             match (weak.next(), weak.next()) {
                 (Some(&link), None) => Some(link),
                 (None, None) => ties.and_then(|incumbents| {
-                    likeliest_home(&s.links, (q * s.sent as f64, s.sent as f64), &pinned)
-                        .or_else(|| the_incumbent(&s.links, incumbents))
+                    likeliest_home(obs, i, &pinned).or_else(|| the_incumbent(&s.links, incumbents))
                 }),
                 _ => None,
             }
@@ -146,20 +147,33 @@ fn weak_pins_yield(obs: &Observations, mut idx: Vec<usize>, ties: Option<&[LinkI
 /// the segment before they give way: 10 to 1.
 const TIE_MARGIN: f64 = 10.0;
 
-/// Of `links`, all pinned hard against the loss of a segment that lost `lost` of `sent`, the
-/// one whose loss-free packets (`pinned`) were likeliest to miss it, when it is [`TIE_MARGIN`]
-/// times likelier than each other. Each hypothesis "the loss is on `l`" is weighed at its own
-/// likeliest rate, the segment's lost packets over its packets and `l`'s loss-free ones (the
-/// generalized likelihood ratio, as [`super::settle`] weighs blames). Weighed at the segment's
-/// own rate instead, a pin's packets count as if that rate were certain: on the testbed a 10 %
-/// fault's segment lost 8 of 64, its link pinned by 80 packets and the neighbour by 57, and the
-/// neighbour was blamed at 22 to 1 where the counts give 4 to 1.
+/// The loss-free segments kept over a link: their packets, and which they are.
+#[derive(Default)]
+struct Pins {
+    packets: u64,
+    segments: Vec<usize>,
+}
+
+/// Of the links of lossy segment `lossy`, all pinned hard against its loss, the one whose
+/// loss-free segments (`pinned`) were likeliest to miss it, when it is [`TIE_MARGIN`] times
+/// likelier than each other under both shapes of fault ([`super::shapes`]: a loss on every
+/// packet, and one on a share of the link's flows). Each hypothesis "the loss is on `l`" is
+/// weighed at its own likeliest rate, the segment's lost packets over its packets and `l`'s
+/// loss-free ones (the generalized likelihood ratio, as [`super::settle`] weighs blames).
+/// Weighed at the segment's own rate instead, a pin's packets count as if that rate were
+/// certain: on the testbed a 10 % fault's segment lost 8 of 64, its link pinned by 80 packets
+/// and the neighbour by 57, and the neighbour was blamed at 22 to 1 where the counts give 4
+/// to 1.
 fn likeliest_home(
-    links: &[LinkIx],
-    (lost, sent): (f64, f64),
-    pinned: &HashMap<LinkIx, u64>,
+    obs: &Observations,
+    lossy: usize,
+    pinned: &HashMap<LinkIx, Pins>,
 ) -> Option<LinkIx> {
-    let mut by_packets: Vec<(u64, LinkIx)> = links.iter().map(|l| (pinned[l], *l)).collect();
+    let s = &obs.segments[lossy];
+    let links = &s.links;
+    let (lost, sent) = ((1.0 - s.success) * s.sent as f64, s.sent as f64);
+    let mut by_packets: Vec<(u64, LinkIx)> =
+        links.iter().map(|l| (pinned[l].packets, *l)).collect();
     by_packets.sort_unstable();
     let (&(fewest, link), &(next, _)) = (by_packets.first()?, by_packets.get(1)?);
     let log_likelihood = |clean: u64| {
@@ -168,8 +182,61 @@ fn likeliest_home(
         lost * r.ln() + (n - lost) * (-r).ln_1p()
     };
     let log_ratio = log_likelihood(fewest) - log_likelihood(next);
-    (log_ratio >= TIE_MARGIN.ln()).then_some(link)
+    (log_ratio >= TIE_MARGIN.ln() && likeliest_by_flows(obs, lossy, link, pinned)).then_some(link)
 }
+
+/// Whether a loss on a share of `link`'s flows explains lossy segment `lossy` and the links'
+/// loss-free segments (`pinned`) [`TIE_MARGIN`] times better than one on any other link of it.
+/// Where no segment kept its flows, their packets stand for them and this is the packets'
+/// answer again.
+fn likeliest_by_flows(
+    obs: &Observations,
+    lossy: usize,
+    link: LinkIx,
+    pinned: &HashMap<LinkIx, Pins>,
+) -> bool {
+    let links = &obs.segments[lossy].links;
+    let involved = || {
+        std::iter::once(lossy).chain(
+            links
+                .iter()
+                .flat_map(|l| pinned[l].segments.iter().copied()),
+        )
+    };
+    if involved().all(|i| obs.segments[i].flows.is_empty()) {
+        return true;
+    }
+    let flows = |i: usize| {
+        let o = &obs.segments[i];
+        let seg = super::canary::SegmentObs {
+            links: Vec::new(),
+            success: o.success,
+            sent: o.sent as f64,
+            flows: o.flows.clone(),
+        };
+        super::shapes::flows_of(&seg, TIE_HEALTHY)
+    };
+    let home = |l: LinkIx| -> f64 {
+        let mut through = flows(lossy);
+        through.extend(pinned[&l].segments.iter().flat_map(|&i| flows(i)));
+        let others: Vec<super::shapes::Flows> = links
+            .iter()
+            .filter(|&&m| m != l)
+            .flat_map(|m| pinned[m].segments.iter().copied())
+            .filter(|i| !pinned[&l].segments.contains(i))
+            .flat_map(flows)
+            .collect();
+        super::shapes::likeliest_share(&through) + super::shapes::healthy(&others)
+    };
+    let mine = home(link);
+    links
+        .iter()
+        .filter(|&&m| m != link)
+        .all(|&m| mine - home(m) >= TIE_MARGIN.ln())
+}
+
+/// A healthy segment's loss in [`likeliest_by_flows`]: the decision's default background.
+const TIE_HEALTHY: f64 = 1e-4;
 
 /// Of `links`, the one blamed the epoch before, when exactly one was: a tie the counts leave
 /// open stays where it was rather than move by link order. On the testbed (issue 32), a fault
@@ -213,6 +280,7 @@ mod tests {
             lost,
             success,
             background: false,
+            flows: Vec::new(),
         }
     }
 

@@ -96,6 +96,7 @@ fn one_subproblem(obs: &Observations, idx: Vec<usize>) -> (SubProblem, Vec<LinkI
                     .collect(),
                 success: s.success,
                 sent: s.sent as f64,
+                flows: s.flows.clone(),
             }
         })
         .collect();

@@ -27,6 +27,7 @@ fn grid(up_loss: &[f64], down_loss: &[f64], sample: Option<(u64, u64)>) -> SubPr
                 links: vec![i as u32, ups + j as u32],
                 success,
                 sent,
+                flows: Vec::new(),
             });
         }
     }
@@ -173,6 +174,7 @@ fn arb_sub() -> impl Strategy<Value = SubProblem> {
                 links: links.into_iter().collect(),
                 success,
                 sent,
+                flows: Vec::new(),
             });
         proptest::collection::vec(seg, 0..20)
             .prop_map(move |segments| SubProblem { n_links, segments })
@@ -219,6 +221,7 @@ fn a_thin_lower_stage_segment_does_not_pin_the_link_a_higher_stage_needs() {
         links,
         success: 1.0 - lost / sent,
         sent,
+        flows: Vec::new(),
     };
     let sub = SubProblem {
         n_links: 8,

@@ -19,6 +19,7 @@ fn seg(segment: u32, links: [u32; 2], sent: u64, lost: u64, background: bool) ->
             1.0
         },
         background,
+        flows: Vec::new(),
     }
 }
 

@@ -78,6 +78,7 @@ mod tests {
             links,
             success,
             sent,
+            flows: Vec::new(),
         }
     }
 

@@ -28,6 +28,7 @@ fn observed(segment: SegmentId, links: &[LinkIx], sent: u64) -> ObservedSegment 
         lost: 0,
         success: 1.0,
         background: true,
+        flows: Vec::new(),
     }
 }
 
