@@ -208,13 +208,7 @@ fn likeliest_by_flows(
     }
     let flows = |i: usize| {
         let o = &obs.segments[i];
-        let seg = super::canary::SegmentObs {
-            links: Vec::new(),
-            success: o.success,
-            sent: o.sent as f64,
-            flows: o.flows.clone(),
-        };
-        super::shapes::flows_of(&seg, TIE_HEALTHY)
+        super::shapes::flows_of_counts(o.sent as f64, o.success, &o.flows, super::settle::HEALTHY)
     };
     let home = |l: LinkIx| -> f64 {
         let mut through = flows(lossy);
@@ -234,9 +228,6 @@ fn likeliest_by_flows(
         .filter(|&&m| m != link)
         .all(|&m| mine - home(m) >= TIE_MARGIN.ln())
 }
-
-/// A healthy segment's loss in [`likeliest_by_flows`]: the decision's default background.
-const TIE_HEALTHY: f64 = 1e-4;
 
 /// Of `links`, the one blamed the epoch before, when exactly one was: a tie the counts leave
 /// open stays where it was rather than move by link order. On the testbed (issue 32), a fault

@@ -24,7 +24,7 @@ pub const MARGIN: f64 = 10.0;
 /// The most a healthy link is taken to lose when the floor is higher: the decision's default
 /// background. Under the paper's fixed floor (0.001) the floor is where reporting starts, not
 /// what a healthy link loses, and taken as that it would hide a 0.2 % fault (paper Fig. 5).
-const HEALTHY: f64 = 1e-4;
+pub(super) const HEALTHY: f64 = 1e-4;
 
 /// The blamed links after weighing (`(link, stage)`, local ids), and the candidate sets of
 /// the losses left undecided. A link without fault is taken to lose `floor` (the controller

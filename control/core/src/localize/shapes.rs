@@ -20,6 +20,7 @@
 //! `crate::detect::FlowWindow`), each of its packets stands for a flow.
 
 use super::canary::SegmentObs;
+use crate::detect::FlowCount;
 
 /// Flows of the same counts on one segment: one term of a likelihood.
 #[derive(Clone, Copy, Debug, PartialEq)]
@@ -35,9 +36,20 @@ pub(super) struct Flows {
 /// A segment's flows: one term per flow where it kept them, else its lost and its delivered
 /// packets as flows of one packet each.
 pub(super) fn flows_of(s: &SegmentObs, eps: f64) -> Vec<Flows> {
-    if s.flows.is_empty() {
-        let lost = (s.sent * (1.0 - s.success)).round().max(0.0);
-        return [(lost, 1.0), (s.sent - lost, 0.0)]
+    flows_of_counts(s.sent, s.success, &s.flows, eps)
+}
+
+/// [`flows_of`] from a segment's packets (`sent`, the share `success` delivered) and its
+/// counts per flow (`flows`, empty where it kept none).
+pub(super) fn flows_of_counts(
+    sent: f64,
+    success: f64,
+    flows: &[FlowCount],
+    eps: f64,
+) -> Vec<Flows> {
+    if flows.is_empty() {
+        let lost = (sent * (1.0 - success)).round().max(0.0);
+        return [(lost, 1.0), (sent - lost, 0.0)]
             .into_iter()
             .filter(|&(count, _)| count > 0.0)
             .map(|(count, lost)| Flows {
@@ -48,7 +60,7 @@ pub(super) fn flows_of(s: &SegmentObs, eps: f64) -> Vec<Flows> {
             })
             .collect();
     }
-    s.flows
+    flows
         .iter()
         .map(|f| Flows {
             count: 1.0,
