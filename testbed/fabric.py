@@ -122,7 +122,9 @@ def main():
             f"{len(fabric.links)} links, {len(fabric.faults)} faulty directed links; "
             f"{fabric.state}/switches.yaml")
         t0 = time.time()
+        clocks = (time.time(), time.monotonic())
         while stop["sig"] is None:
+            clocks = fabric.note_stall(clocks)
             if args.parent and not alive(args.parent):
                 log(f"parent {args.parent} is gone")
                 break

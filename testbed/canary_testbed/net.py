@@ -10,7 +10,7 @@ import yaml
 from mininet.log import setLogLevel
 from mininet.net import Mininet
 
-from . import accounting, canary, faults, neighbours, traffic
+from . import accounting, canary, faults, neighbours, stalls, traffic
 from .procs import Recorder, alive, host_run, log, port_free, port_open, run, stop_pid
 from .switch import BMv2Switch
 from .topology import InputError, host_mac, intf_name, load_topology, plan_ports
@@ -55,6 +55,17 @@ class Fabric:
         self.accounting = False
         # 1-minute load average, sampled while the fabric runs (overload shows here first).
         self.load = []
+        # Times the whole machine stood still under the fabric (`note_stall`).
+        self.stalls = []
+
+    def note_stall(self, last):
+        """Records a stall of the whole machine since `last` (wall, monotonic); returns now."""
+        now = (time.time(), time.monotonic())
+        st = stalls.stall(last, now)
+        if st is not None:
+            self.stalls.append(st)
+            log("stood still: " + stalls.said(st))
+        return now
 
     def intf(self, switch, neighbour):
         return intf_name(self.ports, switch, neighbour)
@@ -229,6 +240,7 @@ class Fabric:
                 injected = {k: v["dropped"] for k, v in self.injector.drops().items()}
                 acct = accounting.read(self.links, self.ports, self.intf, injected, self.load,
                                        [(h, s) for h, _, s in self.hosts], generators)
+                acct["stalls"] = self.stalls
                 with open(os.path.join(self.state, "accounting.json"), "w") as f:
                     json.dump(acct, f, indent=1)
                 lossy = [f"{k} {v['lost']}" for k, v in acct["switches"].items() if v["lost"]]

@@ -147,6 +147,14 @@ def test_a_healthy_run_needs_no_canary(tmp_path):
     assert "(no injected fault)" in said
 
 
+def test_a_machine_that_stood_still_is_named_as_the_testbeds_loss(tmp_path):
+    acct = acct_doc({}, {"edge1_1": 241})
+    acct["stalls"] = [{"at": "03:24:48", "paused_s": 210.3, "stalled_s": 14.4}]
+    said, _, _ = score(tmp_path, run_doc(faults=()), acct, "/nonexistent/canary")
+    assert "TESTBED LOSS: 1 switches dropped 241 frames themselves; MACHINE STOOD STILL: at " \
+        "03:24:48 UTC paused 210 s, stalled 14 s" in said, said
+
+
 def test_evidence_maps_give_each_links_smallest_loss_shown():
     sys.path.insert(0, os.path.dirname(SCORE))
     import score as s

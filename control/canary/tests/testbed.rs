@@ -225,13 +225,19 @@ fn fattree4_a_healthy_fabric_loses_nothing_and_blames_nothing() {
     let acct = Accounting::read(dir.path(), &traffic);
     acct.balances();
     for (link, c) in &acct.links {
-        assert_eq!(c.lost, 0, "{link} lost frames on a healthy fabric");
+        assert_eq!(
+            c.lost, 0,
+            "{link} lost frames on a healthy fabric (the machine stood still: {:?})",
+            acct.stalls
+        );
     }
     let lost: Vec<_> = acct.switches.iter().filter(|(_, &n)| n != 0).collect();
     assert!(
         lost.is_empty(),
-        "switches lost frames themselves on a healthy fabric: {lost:?} (load average up to {})",
-        acct.load_max
+        "switches lost frames themselves on a healthy fabric: {lost:?} (load average up to {}; \
+         the machine stood still: {:?})",
+        acct.load_max,
+        acct.stalls
     );
     let (said, v) = score_check(dir.path(), &r);
     assert_eq!(v["false_positives"], serde_json::json!([]), "{said}");

@@ -148,6 +148,9 @@ pub struct Accounting {
     pub end_to_end: u64,
     /// The highest 1-minute load average seen while the fabric ran.
     pub load_max: f64,
+    /// Times the whole machine stood still under the fabric (paused or not scheduled), as
+    /// `testbed/canary_testbed/stalls.py` records them: BMv2 overflows when it resumes.
+    pub stalls: Vec<serde_json::Value>,
 }
 
 impl Accounting {
@@ -197,6 +200,7 @@ impl Accounting {
             hosts,
             end_to_end: traffic["lost"].as_u64().unwrap(),
             load_max: a["load_max"].as_f64().unwrap_or(0.0),
+            stalls: a["stalls"].as_array().cloned().unwrap_or_default(),
         }
     }
 
