@@ -9,6 +9,7 @@ use super::hosts::{Fixed, Flow, Hosts, Packet};
 use super::switches::{FlowView, Switches};
 use super::{Probe, SimFabric};
 use canary_core::sketch::FlowHashes;
+use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use std::sync::mpsc;
 
@@ -32,7 +33,10 @@ impl SimFabric {
         let mut changed = false;
         for (s, sw) in self.net.switches.iter().enumerate() {
             let r = sw.model.router();
-            changed |= !r.same_as(&self.hosts.routers[s]);
+            if !r.same_as(&self.hosts.routers[s]) {
+                changed = true;
+                self.hosts.routes.forget(s as SwitchIx);
+            }
             self.hosts.routers[s] = r;
             self.hosts.down[s] = sw.down;
         }
