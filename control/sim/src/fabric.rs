@@ -10,7 +10,6 @@ mod hosts;
 mod links;
 mod maintenance;
 mod queue;
-mod routes;
 mod run;
 mod switches;
 
@@ -174,7 +173,6 @@ impl SimFabric {
             pending: Vec::new(),
             links,
             routers: switches.iter().map(|s| s.model.router()).collect(),
-            routes: routes::HostRoutes::new(switches.len()),
             down: vec![false; switches.len()],
             port_seq: 0,
             rng,

@@ -129,25 +129,6 @@ impl Forwarding {
     }
 }
 
-/// Where the longest-prefix route to one destination leads, looked up once so that routing
-/// many flows to it skips the lookup ([`Router::target`], [`Router::member_index`]): a simulated
-/// fabric routes every new flow hop by hop across tables larger than the caches.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct RouteTarget {
-    first: u32,
-    len: u32,
-    size: u16,
-}
-
-impl RouteTarget {
-    /// No route, or a route to a group that does not exist.
-    pub const NONE: RouteTarget = RouteTarget {
-        first: NO_GROUP,
-        len: 0,
-        size: 0,
-    };
-}
-
 /// A switch's forwarding step ([`SwitchModel::route`]) as it was when taken.
 #[derive(Clone, Debug, Default)]
 pub struct Router {
@@ -168,33 +149,6 @@ impl Router {
     /// [`SwitchModel::route`].
     pub fn route(&self, flow: &FlowId, c32: u32) -> Option<u32> {
         self.fwd.route(self.mask, flow, c32)
-    }
-
-    /// What the longest-prefix route to `dst` leads to ([`RouteTarget::NONE`] without one).
-    pub fn target(&self, dst: Addr) -> RouteTarget {
-        match self.fwd.lookup(dst) {
-            Some(hit) if hit.first != NO_GROUP => RouteTarget {
-                first: hit.first,
-                len: hit.len,
-                size: hit.size,
-            },
-            _ => RouteTarget::NONE,
-        }
-    }
-
-    /// The ECMP member [`Router::route`] picks of `t` for a flow of CRC-32 `c32`, as an index
-    /// into [`Router::members`]; `None` where `route` gives none.
-    pub fn member_index(&self, t: RouteTarget, c32: u32) -> Option<u32> {
-        if t.first == NO_GROUP {
-            return None;
-        }
-        let m = u32::from(ecmp_member(c32, self.mask, t.size));
-        (m < t.len).then_some(t.first + m)
-    }
-
-    /// Every group's member ports, one group after the other ([`Router::member_index`]).
-    pub fn members(&self) -> &[u32] {
-        &self.fwd.members
     }
 
     /// Whether both were taken from the same forwarding and mask (each change of a switch's

@@ -30,7 +30,7 @@ mod packet;
 mod rules;
 pub mod wire;
 
-pub use forwarding::{RouteTarget, Router};
+pub use forwarding::Router;
 pub use monitor::MonitorRules;
 pub use packet::{
     epoch_tag, epoch_window, Packet, Shim, EPOCH_TAGS, EPOCH_TAG_BITS, ETHERTYPE_ARP,

@@ -7,7 +7,6 @@
 use super::batch::{Batch, Walk};
 use super::links::{drop_some, LinkDrops};
 use super::queue::{Event, EventQueue};
-use super::routes::{Dst, HostRoutes};
 use super::switches::FlowView;
 use super::{gap, SimConfig, SimStats};
 use canary_core::fault::hits_flow;
@@ -68,8 +67,6 @@ pub(super) struct Hosts {
     pub links: Vec<LinkDrops>,
     /// The switches' forwarding steps and whether they are down, as of the start of this run.
     pub routers: Vec<Router>,
-    /// The same forwarding, resolved per destination host for new flows.
-    pub routes: HostRoutes,
     pub down: Vec<bool>,
     pub port_seq: u32,
     pub rng: ChaCha8Rng,
@@ -96,35 +93,6 @@ impl Hosts {
         loop {
             let port = self.routers[s as usize].route(id, h.c32)?;
             let (next, link) = match fx.ends.of(s, port)? {
-                PortEnd::Host(_) => return Some((path, links)),
-                PortEnd::Switch(next, link) => (next, link?),
-            };
-            links.push(link);
-            path.push(next);
-            s = next;
-            if path.len() > fx.max_hops {
-                return None;
-            }
-        }
-    }
-
-    /// [`Hosts::route`] for a flow to host `dst` (`v6`: to its IPv6 address), through the
-    /// resolved routes.
-    fn route_to_host(
-        &mut self,
-        fx: Fixed,
-        host: u32,
-        dst: Dst,
-        c32: u32,
-    ) -> Option<(Vec<SwitchIx>, Vec<LinkIx>)> {
-        let mut s = fx.topo.hosts[host as usize].switch;
-        let mut path = vec![s];
-        let mut links = Vec::new();
-        loop {
-            let end = self
-                .routes
-                .next(fx, &self.routers[s as usize], s, dst, c32)?;
-            let (next, link) = match end {
                 PortEnd::Host(_) => return Some((path, links)),
                 PortEnd::Switch(next, link) => (next, link?),
             };
@@ -196,7 +164,7 @@ impl Hosts {
         };
         let h = FlowHashes::of(&id);
         let shape = cfg.traffic.draw(cfg.traffic.class(slot), &mut self.rng);
-        let Some((path, links)) = self.route_to_host(fx, host, Dst { host: dst, v6 }, h.c32) else {
+        let Some((path, links)) = self.route(fx, host, &id, h) else {
             self.stats.unroutable += 1;
             let when = t + cfg.traffic.think(&mut self.rng);
             self.queue.push(when, Event::Open { host, slot });

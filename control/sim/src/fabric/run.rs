@@ -9,7 +9,6 @@ use super::hosts::{Fixed, Flow, Hosts, Packet};
 use super::switches::{FlowView, Switches};
 use super::{Probe, SimFabric};
 use canary_core::sketch::FlowHashes;
-use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use std::sync::mpsc;
 
@@ -33,10 +32,7 @@ impl SimFabric {
         let mut changed = false;
         for (s, sw) in self.net.switches.iter().enumerate() {
             let r = sw.model.router();
-            if !r.same_as(&self.hosts.routers[s]) {
-                changed = true;
-                self.hosts.routes.forget(s as SwitchIx);
-            }
+            changed |= !r.same_as(&self.hosts.routers[s]);
             self.hosts.routers[s] = r;
             self.hosts.down[s] = sw.down;
         }

@@ -2,7 +2,6 @@
 //! fabric without a shim, and unroutable unicast.
 
 use super::*;
-use crate::flow::Addr;
 
 /// ARP, IPv6 neighbour solicitation and LLDP are flooded to every other host unmonitored and
 /// arrive byte for byte; on fabric links they carry the shim.
@@ -117,45 +116,4 @@ fn unroutable_unicast_is_dropped_and_said_so() {
     let f = FlowId::v4(0x0a00_0102, 0x0b00_0001, 17, 1, 2);
     let ev = net.send(0, &wire::ip_frame(M, &f, 1, b""));
     assert_eq!(ev, [Event::NoRoute { switch: 0 }]);
-}
-
-/// A route resolved once ([`Router::target`]) and its member picked per flow
-/// ([`Router::member_index`]) is the port [`Router::route`] gives, for every destination (hosts
-/// of both families, an address nobody has) at every switch, over many flows.
-#[test]
-fn a_resolved_route_picks_the_port_the_lookup_picks() {
-    let topo = fattree(4, MonitorPlacement::TopAndBottom).unwrap();
-    let ports = PortMap::canonical(&topo);
-    let mut dsts: Vec<Addr> = topo
-        .hosts
-        .iter()
-        .flat_map(|h| [Addr::v4(h.addr), Addr::v6(h.addr6)])
-        .collect();
-    dsts.push(Addr::v4(0xc0a8_0001));
-    let (mut routed, mut unrouted) = (0, 0);
-    for m in models(&topo, &ports) {
-        let r = m.router();
-        for &dst in &dsts {
-            let t = r.target(dst);
-            for sport in 0..64u16 {
-                let flow = FlowId {
-                    dst,
-                    sport,
-                    ..udp(sport)
-                };
-                let c32 = FlowHashes::of(&flow).c32;
-                let fast = r.member_index(t, c32).map(|i| r.members()[i as usize]);
-                assert_eq!(fast, r.route(&flow, c32), "{dst:?} sport {sport}");
-                if fast.is_some() {
-                    routed += 1;
-                } else {
-                    unrouted += 1;
-                }
-            }
-        }
-    }
-    assert!(
-        routed > 0 && unrouted > 0,
-        "{routed} routed, {unrouted} not"
-    );
 }
