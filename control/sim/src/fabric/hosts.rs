@@ -16,6 +16,7 @@ use canary_core::topo::{LinkIx, PortEnd, PortEnds, SwitchIx, Topology};
 use canary_core::FlowId;
 use rand::Rng;
 use rand_chacha::ChaCha8Rng;
+use smallvec::{smallvec, SmallVec};
 
 /// What the hosts' side needs of the fabric and does not change while time runs.
 #[derive(Clone, Copy)]
@@ -27,13 +28,19 @@ pub(super) struct Fixed<'a> {
     pub cfg: &'a SimConfig,
 }
 
+/// The switches of a flow's path, and its links: inline for the paths of a fat-tree (five
+/// switches at most), so the packets' walks read them from the flow itself, not from a second
+/// allocation that misses the caches once more.
+pub(super) type Path = SmallVec<[SwitchIx; 6]>;
+pub(super) type PathLinks = SmallVec<[LinkIx; 6]>;
+
 pub(super) struct Flow {
     pub id: FlowId,
     pub host: u32,
     pub slot: u32,
     /// The switches the flow's packets cross, as the forwarding tables route them.
-    pub path: Vec<SwitchIx>,
-    pub links: Vec<LinkIx>,
+    pub path: Path,
+    pub links: PathLinks,
     pub h: FlowHashes,
     pub remaining: u64,
     /// Steady-state window, current window (slow start doubles it each RTT), left in this burst.
@@ -86,10 +93,10 @@ impl Hosts {
         host: u32,
         id: &FlowId,
         h: FlowHashes,
-    ) -> Option<(Vec<SwitchIx>, Vec<LinkIx>)> {
+    ) -> Option<(Path, PathLinks)> {
         let mut s = fx.topo.hosts[host as usize].switch;
-        let mut path = vec![s];
-        let mut links = Vec::new();
+        let mut path: Path = smallvec![s];
+        let mut links = PathLinks::new();
         loop {
             let port = self.routers[s as usize].route(id, h.c32)?;
             let (next, link) = match fx.ends.of(s, port)? {

@@ -53,10 +53,7 @@ impl SimFabric {
         host: u32,
         id: &FlowId,
         h: FlowHashes,
-    ) -> Option<(
-        Vec<canary_core::topo::SwitchIx>,
-        Vec<canary_core::topo::LinkIx>,
-    )> {
+    ) -> Option<(super::hosts::Path, super::hosts::PathLinks)> {
         self.hosts.route(self.fixed(), host, id, h)
     }
 
@@ -147,7 +144,7 @@ impl SimFabric {
         self.net.run(&mut batch);
         self.sync_stats();
         Probe {
-            path,
+            path: path.to_vec(),
             delivered: self.hosts.stats.delivered > before.1,
             reports: self.net.reports[before.0..].to_vec(),
         }

@@ -10,6 +10,7 @@ use canary_core::sketch::FlowHashes;
 use canary_core::topo::SwitchIx;
 use canary_core::FlowId;
 use rustc_hash::FxHashSet;
+use smallvec::SmallVec;
 
 /// One switch: the model, and the epoch flip as it reaches the switch (with skew).
 pub(super) struct SimSwitch {
@@ -50,7 +51,8 @@ struct HopRules {
 pub(super) struct FlowView {
     id: FlowId,
     h: FlowHashes,
-    hops: Vec<(SwitchIx, HopRules)>,
+    /// Inline for the paths of a fat-tree (five switches at most), as [`super::hosts::Path`].
+    hops: SmallVec<[(SwitchIx, HopRules); 5]>,
 }
 
 impl FlowView {

@@ -48,7 +48,7 @@ fn flows_take_the_path_the_models_forward_their_frames_on() {
                         Event::Link { switch, port, .. } => ports.of(*switch).neighbor(*port),
                         _ => None,
                     }));
-                    assert_eq!(path, walked, "{id}");
+                    assert_eq!(path.as_slice(), walked.as_slice(), "{id}");
                     assert!(
                         ev.iter().any(
                             |e| matches!(e, Event::Delivered { host, .. } if *host == j as u32)
