@@ -39,6 +39,7 @@ import math
 import sys
 
 from canary_testbed import canary
+from canary_testbed import stalls as machine
 
 
 # A link that lost at least this share of its frames is never excused for "too little
@@ -346,9 +347,8 @@ def main():
             trouble.append(f"{traffic['late']} packets sent late (the generators fell behind)")
         stalls = acct.get("stalls", [])
         if stalls:
-            trouble.append("MACHINE STOOD STILL: " + "; ".join(
-                f"at {st['at']} UTC paused {st['paused_s']:.0f} s, stalled {st['stalled_s']:.0f} s"
-                for st in stalls[:3]) + (f"; {len(stalls) - 3} more" if len(stalls) > 3 else ""))
+            trouble.append("MACHINE STOOD STILL: " + "; ".join(map(machine.brief, stalls[:3]))
+                           + (f"; {len(stalls) - 3} more" if len(stalls) > 3 else ""))
         if acct.get("load_max", 0) > 2 * acct.get("cpus", 1):
             trouble.append(f"OVERLOAD: load average {acct['load_max']:.1f} on {acct['cpus']} CPUs")
         print(("TESTBED LOSS: " + "; ".join(trouble) + f" (load average up to "

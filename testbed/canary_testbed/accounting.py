@@ -108,9 +108,9 @@ def host_links(counts, hosts, intf, generators):
     return out
 
 
-def read(links, ports, intf, injected, load, hosts=(), generators=None):
+def read(links, ports, intf, injected, load, hosts=(), generators=None, stalls=()):
     """accounting.json: the balance, the hosts' own links (`host_links`), the highest load
-    average seen and the CPUs it is of."""
+    average seen and the CPUs it is of, and the times the machine stood still (`stalls`)."""
     p = subprocess.run(["nft", "-j", "list", "counters", "table", "netdev", TABLE],
                        capture_output=True, text=True)
     if p.returncode != 0:
@@ -118,7 +118,8 @@ def read(links, ports, intf, injected, load, hosts=(), generators=None):
     counts = counts_of(p.stdout)
     doc = balance(counts, links, ports, intf, injected)
     doc["hosts"] = host_links(counts, hosts, intf, generators or {})
-    doc.update({"load_max": max(load, default=0.0), "cpus": len(os.sched_getaffinity(0))})
+    doc.update({"load_max": max(load, default=0.0), "cpus": len(os.sched_getaffinity(0)),
+                "stalls": list(stalls)})
     return doc
 
 

@@ -239,8 +239,8 @@ class Fabric:
             try:
                 injected = {k: v["dropped"] for k, v in self.injector.drops().items()}
                 acct = accounting.read(self.links, self.ports, self.intf, injected, self.load,
-                                       [(h, s) for h, _, s in self.hosts], generators)
-                acct["stalls"] = self.stalls
+                                       [(h, s) for h, _, s in self.hosts], generators,
+                                       self.stalls)
                 with open(os.path.join(self.state, "accounting.json"), "w") as f:
                     json.dump(acct, f, indent=1)
                 lossy = [f"{k} {v['lost']}" for k, v in acct["switches"].items() if v["lost"]]

@@ -25,3 +25,8 @@ def said(st):
     return (f"at {st['at']} UTC the machine was paused {st['paused_s']:.0f} s (the wall clock ran "
             f"on, the monotonic one did not) and the fabric's loop woke {st['stalled_s']:.0f} s "
             "after its last turn")
+
+
+def brief(st):
+    """One stall in a line of the score's testbed losses."""
+    return f"at {st['at']} UTC paused {st['paused_s']:.0f} s, stalled {st['stalled_s']:.0f} s"
