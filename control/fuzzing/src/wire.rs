@@ -102,6 +102,12 @@ fn bfrt_registers(rest: &[u8]) {
     if let Ok(pipes) = bfruntime::meter_cells(prog, &by_table) {
         harvest(prog, &pipes, 0);
     }
+    // The same answer taken as a harvest's read of its rules' cells.
+    if let Some(want) = meters::harvest_cells(&prog.meters, rule_ids().keys(), 0) {
+        if let Ok(pipes) = bfruntime::meter_cells_at(prog, &by_table, &want) {
+            harvest(prog, &pipes, 0);
+        }
+    }
 }
 
 fn p4rt_reads(rest: &[u8]) {

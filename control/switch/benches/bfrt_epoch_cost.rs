@@ -81,8 +81,12 @@ fn main() {
         let _ = take(&lab);
         assert!(fabric.apply(&ops).await.is_empty());
         let rules = take(&lab);
-        let (mut flip, mut harvest, mut digests) =
-            (Wire::default(), Wire::default(), Wire::default());
+        let (mut flip, mut harvest, mut digests, mut whole) = (
+            Wire::default(),
+            Wire::default(),
+            Wire::default(),
+            Wire::default(),
+        );
         for epoch in 0..EPOCHS {
             lab.run(Duration::from_millis(30)).await;
             digests += take(&lab);
@@ -91,6 +95,12 @@ fn main() {
                 assert!(r.is_ok(), "switch {s}: {r:?}");
             }
             flip += take(&lab);
+            // What the previous harvest read: every cell of every meter register.
+            for s in 0..lab.switches.len() {
+                let tag = canary_core::model::epoch_tag(epoch);
+                fabric.peek_meters(s as SwitchIx, tag).await.unwrap();
+            }
+            whole += take(&lab);
             for (s, r) in fabric.harvest(epoch).await {
                 assert!(r.is_ok(), "switch {s}: {r:?}");
             }
@@ -136,6 +146,30 @@ fn main() {
         let per_epoch = n * EPOCHS as f64;
         row("per epoch: flip", flip, per_epoch);
         row("per epoch: harvest (sync + read)", harvest, per_epoch);
+        row("ref: the registers read whole", whole, per_epoch);
+        // What the cells the harvest read hold: each entity read is one cell of one register,
+        // its data fields once per pipe.
+        let reg_bytes = |r: &canary_switch::contract::Register| -> usize {
+            r.members.iter().map(|(_, f)| f.bytes()).sum()
+        };
+        let cell_bytes = m.usm.first().map_or(0, |r| reg_bytes(&r.id) + reg_bytes(&r.count));
+        let cells_read = harvest.read_entities as f64 / 2.0 / per_epoch;
+        let info = cells_read * cell_bytes as f64 * tofino_lab::PIPES as f64;
+        let harvest_bytes = (harvest.write_bytes
+            + harvest.read_bytes
+            + harvest.read_response_bytes) as f64
+            / per_epoch;
+        println!(
+            "{:<34} {:>9.1} cells {:>10.0} B   ({cell_bytes} B a cell in each of {} pipes); harvest / information {:.1}x, whole registers / harvest {:.0}x",
+            "information in the cells read",
+            cells_read,
+            info,
+            tofino_lab::PIPES,
+            harvest_bytes / info,
+            (whole.write_bytes + whole.read_bytes + whole.read_response_bytes) as f64
+                / per_epoch
+                / harvest_bytes,
+        );
         row("per epoch: HH learn lists", digests, per_epoch);
         let mut total = flip;
         total += harvest;

@@ -19,7 +19,7 @@
 mod client;
 mod codec;
 
-pub use client::ThriftClient;
+pub use client::{ThriftClient, WireBytes};
 pub use codec::{decode_reply, Call, Outcome, Reply};
 
 use std::io;

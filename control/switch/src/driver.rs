@@ -89,6 +89,14 @@ pub trait SwitchDriver {
     /// Every cell of every meter register, one [`MeterCells`] per pipe.
     async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError>;
 
+    /// The meter cells `cells` (both registers of each, ID register first), one [`MeterCells`]
+    /// per pipe shaped as [`SwitchDriver::read_meters`]'s, every cell not asked for zero (an
+    /// empty bucket). A driver that cannot read single cells reads them all.
+    async fn read_meter_cells(&mut self, cells: &[Cell]) -> Result<Vec<MeterCells>, DriverError> {
+        let _ = cells;
+        self.read_meters().await
+    }
+
     /// Zeroes these meter cells (both registers of each), in every pipe.
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError>;
 

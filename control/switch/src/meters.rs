@@ -20,6 +20,9 @@ use crate::rule_ids::{RuleIds, RuleKey};
 use canary_core::model::EPOCH_TAGS;
 use canary_core::sketch::{Dsm, DsmBucket, MeterConfig, Usm, UsmBucket};
 
+mod wanted;
+pub use wanted::{harvest_cells, sweep_columns, sweep_period};
+
 /// One meter row as read from one pipe: every cell of its two registers.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct RowCells {
@@ -59,7 +62,28 @@ pub struct MeterCells {
     pub dsm: Vec<RowCells>,
 }
 
-/// A cell to zero: (is DSM, row, cell).
+impl MeterCells {
+    /// Every register of `layout` all zero (empty buckets): a read of some cells fills these in.
+    pub fn zeroed(layout: &MeterRegisters) -> Self {
+        let rows = |n: usize| (0..n).map(|_| RowCells::zeroed(2 * layout.width)).collect();
+        MeterCells {
+            usm: rows(layout.usm.len()),
+            dsm: rows(layout.dsm.len()),
+        }
+    }
+
+    /// The row cell `c` is in, if the meters have that row.
+    pub fn row_mut(&mut self, c: &Cell) -> Option<&mut RowCells> {
+        if c.dsm {
+            self.dsm.get_mut(c.row)
+        } else {
+            self.usm.get_mut(c.row)
+        }
+    }
+}
+
+/// A meter cell (both registers of it): (is DSM, row, register index). What a harvest reads and
+/// what it zeroes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
 pub struct Cell {
     pub dsm: bool,

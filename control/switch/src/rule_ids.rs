@@ -92,6 +92,11 @@ impl RuleIds {
         self.unknown_ok > 0
     }
 
+    /// Every rule whose ID a bucket may hold now: installed or retiring.
+    pub fn keys(&self) -> impl Iterator<Item = RuleKey> + '_ {
+        self.by_id.values().copied()
+    }
+
     /// The ID for installing `key`: its current one if installed or retiring, else a fresh one.
     pub fn install(&mut self, key: RuleKey) -> Result<u32, RuleIdsExhausted> {
         if let Some(&id) = self.live.get(&key) {

@@ -64,7 +64,8 @@ impl BfrtModelSwitch {
             let mut plane = lock(&self.plane);
             inner.tables.meter_cells(plane.switch_mut(self.ix))
         });
-        let (reg, values): (&canary_switch::contract::Register, Vec<Vec<u32>>) =
+        let zeros: Vec<u32>;
+        let (reg, values): (&canary_switch::contract::Register, Vec<&[u32]>) =
             if let Some((i, row)) = self
                 .program
                 .meters
@@ -81,19 +82,21 @@ impl BfrtModelSwitch {
                     &meters.dsm[i - rows]
                 };
                 if row.id.id == te.table_id {
-                    (&row.id, vec![cells.id_tag.clone(), cells.id.clone()])
+                    (&row.id, vec![&cells.id_tag[..], &cells.id[..]])
                 } else {
-                    (&row.count, vec![cells.count.clone()])
+                    (&row.count, vec![&cells.count[..]])
                 }
             } else if let Some(r) = self.program.hashpipe.iter().find(|r| r.id == te.table_id) {
-                (r, r.members.iter().map(|_| vec![0; r.size]).collect())
+                zeros = vec![0; r.size];
+                (r, r.members.iter().map(|_| &zeros[..]).collect())
             } else {
                 return Err(Status::not_found(format!(
                     "{}: not a register of the program",
                     t.name
                 )));
             };
-        self.register_entries(reg, &values)
+        let only = keyed_index(reg, te)?;
+        self.register_entries(reg, &values, only)
     }
 
     /// `switch_config`'s default entry (the only default entry a controller reads).
@@ -114,16 +117,21 @@ impl BfrtModelSwitch {
             .map_err(|e| Status::internal(e.to_string()))
     }
 
-    /// Every cell of register `reg` as an entry: `values` per data field, in pipe 0 (the
-    /// other pipes read zeros).
+    /// Every cell of register `reg` as an entry, or cell `only`: `values` per data field, in
+    /// pipe 0 (the other pipes read zeros).
     fn register_entries(
         &self,
         reg: &canary_switch::contract::Register,
-        values: &[Vec<u32>],
+        values: &[&[u32]],
+        only: Option<usize>,
     ) -> Result<Vec<TableEntry>, Status> {
         let ix = reg.index.ok_or_else(|| Status::internal("no index"))?;
         let mut out = Vec::with_capacity(reg.size);
-        for i in 0..reg.size {
+        let cells = match only {
+            Some(i) => i..i + 1,
+            None => 0..reg.size,
+        };
+        for i in cells {
             let mut fields = Vec::new();
             for ((_, f), vals) in reg.members.iter().zip(values) {
                 for p in 0..self.pipes {
@@ -158,5 +166,42 @@ impl BfrtModelSwitch {
             });
         }
         Ok(out)
+    }
+}
+
+/// The cell a register read names by its `$REGISTER_INDEX` key, `None` for a read of every
+/// cell; an index out of range, or a key of another field, is refused as `bf_switchd` does.
+fn keyed_index(
+    reg: &canary_switch::contract::Register,
+    te: &TableEntry,
+) -> Result<Option<usize>, Status> {
+    let Some(table_entry::Value::Key(k)) = &te.value else {
+        return Ok(None);
+    };
+    let ix = reg.index.ok_or_else(|| Status::internal("no index"))?;
+    let [f] = k.fields.as_slice() else {
+        return Err(Status::invalid_argument(format!(
+            "{}: a key of {} fields, the register has one",
+            reg.name,
+            k.fields.len()
+        )));
+    };
+    let value = match (&f.match_type, f.field_id == ix.id) {
+        (Some(key_field::MatchType::Exact(e)), true) if e.value.len() <= 8 => {
+            e.value.iter().fold(0u64, |a, &b| a << 8 | u64::from(b))
+        }
+        _ => {
+            return Err(Status::invalid_argument(format!(
+                "{}: the key is not an exact $REGISTER_INDEX",
+                reg.name
+            )))
+        }
+    };
+    match usize::try_from(value) {
+        Ok(i) if i < reg.size => Ok(Some(i)),
+        _ => Err(Status::out_of_range(format!(
+            "{}: index {value}, the register has {} cells",
+            reg.name, reg.size
+        ))),
     }
 }

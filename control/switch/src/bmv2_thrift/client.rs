@@ -5,6 +5,7 @@ use super::codec::{read_reply, reply_config, write_call, Call, Outcome, Reply};
 use super::{Result, ThriftError, Timeouts, READ_BUFFER, SERVICE};
 use std::io;
 use std::net::{SocketAddr, TcpStream, ToSocketAddrs};
+use std::sync::{Arc, Mutex};
 use thrift::protocol::{
     TBinaryInputProtocol, TBinaryOutputProtocol, TMultiplexedOutputProtocol, TOutputProtocol,
 };
@@ -16,8 +17,44 @@ const WINDOW_CALLS: usize = 128;
 /// Request bytes per pipelined window (long register names count too).
 const WINDOW_BYTES: usize = 32 * 1024;
 
-type Input = TBinaryInputProtocol<TBufferedReadTransport<TcpStream>>;
-type Output = TMultiplexedOutputProtocol<TBinaryOutputProtocol<TBufferedWriteTransport<TcpStream>>>;
+type Input = TBinaryInputProtocol<TBufferedReadTransport<Counted>>;
+type Output = TMultiplexedOutputProtocol<TBinaryOutputProtocol<TBufferedWriteTransport<Counted>>>;
+
+/// Bytes a client sent and received over all its connections.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WireBytes {
+    pub sent: u64,
+    pub received: u64,
+}
+
+/// The socket, counting the bytes through it (what a harvest costs on the wire).
+struct Counted {
+    stream: TcpStream,
+    bytes: Arc<Mutex<WireBytes>>,
+}
+
+impl io::Read for Counted {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let n = self.stream.read(buf)?;
+        self.bytes
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .received += n as u64;
+        Ok(n)
+    }
+}
+
+impl io::Write for Counted {
+    fn write(&mut self, buf: &[u8]) -> io::Result<usize> {
+        let n = self.stream.write(buf)?;
+        self.bytes.lock().unwrap_or_else(|e| e.into_inner()).sent += n as u64;
+        Ok(n)
+    }
+
+    fn flush(&mut self) -> io::Result<()> {
+        self.stream.flush()
+    }
+}
 
 struct Conn {
     input: Input,
@@ -34,6 +71,7 @@ pub struct ThriftClient {
     timeouts: Timeouts,
     conn: Option<Conn>,
     seq: i32,
+    bytes: Arc<Mutex<WireBytes>>,
 }
 
 impl ThriftClient {
@@ -42,6 +80,17 @@ impl ThriftClient {
         switch: impl Into<String>,
         addr: impl ToSocketAddrs,
         timeouts: Timeouts,
+    ) -> Result<Self> {
+        Self::connect_counting(switch, addr, timeouts, Arc::default())
+    }
+
+    /// [`ThriftClient::connect`], adding the bytes of every connection to `bytes` (which can
+    /// outlive the client: a driver keeps one across reconnections).
+    pub fn connect_counting(
+        switch: impl Into<String>,
+        addr: impl ToSocketAddrs,
+        timeouts: Timeouts,
+        bytes: Arc<Mutex<WireBytes>>,
     ) -> Result<Self> {
         let switch = switch.into();
         let addr = addr
@@ -62,6 +111,7 @@ impl ThriftClient {
             timeouts,
             conn: None,
             seq: 0,
+            bytes,
         };
         client.conn()?;
         Ok(client)
@@ -75,6 +125,11 @@ impl ThriftClient {
     /// The server address.
     pub fn addr(&self) -> SocketAddr {
         self.addr
+    }
+
+    /// Bytes sent and received since the client was made, over every connection it made.
+    pub fn wire_bytes(&self) -> WireBytes {
+        *self.bytes.lock().unwrap_or_else(|e| e.into_inner())
     }
 
     fn conn(&mut self) -> Result<&mut Conn> {
@@ -93,7 +148,14 @@ impl ThriftClient {
             stream
                 .set_write_timeout(Some(self.timeouts.io))
                 .map_err(connect_err)?;
-            let reader = stream.try_clone().map_err(connect_err)?;
+            let reader = Counted {
+                stream: stream.try_clone().map_err(connect_err)?,
+                bytes: self.bytes.clone(),
+            };
+            let stream = Counted {
+                stream,
+                bytes: self.bytes.clone(),
+            };
             // Replies of whole arrays are ~9 KiB per 1024 cells: read in large chunks.
             let input = TBinaryInputProtocol::with_config(
                 TBufferedReadTransport::with_capacity(READ_BUFFER, reader),

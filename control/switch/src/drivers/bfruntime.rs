@@ -7,21 +7,23 @@
 //! * A table entry is a `TableEntry` with its key fields and its action's data fields, each a
 //!   big-endian byte string of its width; `switch_config`'s is its default entry.
 //! * A register is a table keyed by `$REGISTER_INDEX`; it is read by syncing it from hardware
-//!   (its `Sync` operation) and reading every entry; each data field comes once per pipe.
+//!   (its `Sync` operation) and reading every entry, or the entries of some indexes by key;
+//!   each data field comes once per pipe.
 //! * A multicast group is one `$pre.node` per replication id (its ports) and the `$pre.mgid`
 //!   entry listing those nodes.
 
 mod answers;
 mod pre;
+mod registers;
 mod requests;
 
 pub use answers::{
-    decode_digest, decode_digest_list, default_entry_args, entries_by_table, entry_of, meter_cells,
-    register_cells,
+    decode_digest, decode_digest_list, default_entry_args, entries_by_table, entry_of,
 };
 pub use pre::{group_updates, node_id, PreTables};
+pub use registers::{meter_cells, meter_cells_at, register_cells};
 pub use requests::{
-    clear_table, read_all, sync_update, table_entry, write_update, zero_cell, zero_cells,
+    clear_table, read_all, read_cell, sync_update, table_entry, write_update, zero_cell, zero_cells,
 };
 
 use bfrt_proto::bfrt::{

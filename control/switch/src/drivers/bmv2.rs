@@ -3,6 +3,7 @@
 //! reads). Thrift calls block, so they run off the async runtime; a read still running when the
 //! fabric gave up on it is waited for (and discarded) before the next one starts.
 
+mod read_plan;
 mod reads;
 mod registers;
 
@@ -105,6 +106,8 @@ pub struct Bmv2Driver {
     attached_cookie: Option<u64>,
     client: Option<P4RtClient>,
     thrift: Option<ThriftClient>,
+    /// Bytes over every Thrift connection the driver made.
+    thrift_wire: Arc<std::sync::Mutex<crate::bmv2_thrift::WireBytes>>,
     /// A register read still running (its caller gave up waiting).
     pending: Option<ThriftRead>,
 }
@@ -133,6 +136,7 @@ impl Bmv2Driver {
             attached_cookie: None,
             client: None,
             thrift: None,
+            thrift_wire: Arc::default(),
             pending: None,
         }
     }
@@ -308,6 +312,10 @@ impl SwitchDriver for Bmv2Driver {
 
     async fn read_meters(&mut self) -> Result<Vec<MeterCells>, DriverError> {
         self.read_meter_registers().await
+    }
+
+    async fn read_meter_cells(&mut self, cells: &[Cell]) -> Result<Vec<MeterCells>, DriverError> {
+        self.read_some_meter_cells(cells).await
     }
 
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {

@@ -311,6 +311,47 @@ impl SwitchDriver for TofinoDriver {
             .map_err(|e| DriverError::Refused(format!("{}: {e}", self.bound.name)))
     }
 
+    async fn read_meter_cells(&mut self, cells: &[Cell]) -> Result<Vec<MeterCells>, DriverError> {
+        let prog = self.prog()?.clone();
+        let rows = |c: &Cell| {
+            if c.dsm {
+                prog.meters.dsm.get(c.row)
+            } else {
+                prog.meters.usm.get(c.row)
+            }
+        };
+        // Only registers with a cell asked for are synced; ID cells are read before counts.
+        let mut regs: Vec<&crate::contract::Register> = Vec::new();
+        let (mut ids, mut counts) = (Vec::new(), Vec::new());
+        for c in cells {
+            let row = rows(c).ok_or_else(|| {
+                DriverError::Program(format!(
+                    "{}: no meter row {} to read",
+                    self.bound.name, c.row
+                ))
+            })?;
+            for (reg, out) in [(&row.id, &mut ids), (&row.count, &mut counts)] {
+                if !regs.iter().any(|r| r.id == reg.id) {
+                    regs.push(reg);
+                }
+                out.push(bfruntime::read_cell(reg, c.index).ok_or_else(|| {
+                    DriverError::Program(format!(
+                        "{}: cell {} of {}",
+                        self.bound.name, c.index, reg.name
+                    ))
+                })?);
+            }
+        }
+        let syncs: Vec<Update> = regs.iter().map(|r| bfruntime::sync_update(r)).collect();
+        if let Some((_, e)) = self.write_updates(syncs).await.into_iter().next() {
+            return Err(e);
+        }
+        ids.extend(counts);
+        let by_table = self.read_entities(ids).await?;
+        bfruntime::meter_cells_at(&prog, &by_table, cells)
+            .map_err(|e| DriverError::Refused(format!("{}: {e}", self.bound.name)))
+    }
+
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
         let ups = bfruntime::zero_cells(self.prog()?, cells);
         match self.write_updates(ups).await.into_iter().next() {

@@ -1,5 +1,6 @@
-//! The harvest: every monitor at once, and one monitor's: read under a deadline, decoded with
-//! the switch's rule IDs, pipes merged, stale cells and HashPipe zeroed. Also a read of
+//! The harvest: every monitor at once, and one monitor's: the cells its rules map to read under
+//! a deadline (`meters::harvest_cells`), decoded with the switch's rule IDs, pipes merged, stale
+//! cells and HashPipe zeroed. Also a read of
 //! switches' meters without those side effects: the second read of the downstream switches of
 //! segments that lost packets, and tests.
 
@@ -24,8 +25,9 @@ pub(super) async fn harvest_one<D: SwitchDriver>(
     attach_only: bool,
 ) -> Result<(MeterSnapshot, usize), (SwitchError, bool)> {
     let tag = epoch_tag(epoch);
+    let cells = wanted_cells(slot, epoch);
     let started = std::time::Instant::now();
-    let read = tokio::time::timeout(deadline, slot.driver.read_meters()).await;
+    let read = tokio::time::timeout(deadline, read_cells(&mut slot.driver, cells.as_deref())).await;
     // The timer fires on millisecond ticks, so a read can finish after a shorter deadline and
     // still beat the timer: it is late all the same.
     let late = read.is_err() || started.elapsed() > deadline;
@@ -180,7 +182,8 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             .iter_mut()
             .filter(|s| s.monitor && s.up && switches.contains(&s.ix))
             .map(|slot| async move {
-                let read = tokio::time::timeout(deadline, read_decoded(slot, tag)).await;
+                let cells = wanted_cells(slot, epoch);
+                let read = tokio::time::timeout(deadline, read_decoded(slot, tag, cells)).await;
                 (slot.ix, slot.driver.connected(), read)
             })
             .collect();
@@ -205,16 +208,38 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// The meters switch `s` holds for the epoch with tag `tag`, read without the harvest's
     /// side effects: for tests.
     pub async fn peek_meters(&mut self, s: SwitchIx, tag: u16) -> Result<(Usm, Dsm), SwitchError> {
-        read_decoded(&mut self.slots[s as usize], tag).await
+        read_decoded(&mut self.slots[s as usize], tag, None).await
     }
 }
 
-/// One switch's meters with tag `tag`, read and decoded (pipes merged), with no side effect.
+/// The cells the harvest of `epoch` reads on this switch (`meters::harvest_cells`); `None`:
+/// every cell.
+fn wanted_cells<D: SwitchDriver>(slot: &Slot<D>, epoch: u64) -> Option<Vec<meters::Cell>> {
+    let layout = &slot.driver.program()?.meters;
+    meters::harvest_cells(layout, slot.ids.keys(), epoch)
+}
+
+/// The meter cells `cells` of a switch, or all of them.
+async fn read_cells<D: SwitchDriver>(
+    driver: &mut D,
+    cells: Option<&[meters::Cell]>,
+) -> Result<Vec<meters::MeterCells>, crate::driver::DriverError> {
+    match cells {
+        Some(c) => driver.read_meter_cells(c).await,
+        None => driver.read_meters().await,
+    }
+}
+
+/// One switch's meters with tag `tag`, read (`cells`, or all) and decoded (pipes merged), with
+/// no side effect.
 async fn read_decoded<D: SwitchDriver>(
     slot: &mut Slot<D>,
     tag: u16,
+    cells: Option<Vec<meters::Cell>>,
 ) -> Result<(Usm, Dsm), SwitchError> {
-    let pipes = slot.driver.read_meters().await.map_err(switch_error)?;
+    let pipes = read_cells(&mut slot.driver, cells.as_deref())
+        .await
+        .map_err(switch_error)?;
     let layout = slot
         .driver
         .program()

@@ -200,3 +200,89 @@ fn a_tag_no_epoch_has_is_an_empty_bucket() {
     assert!(d.stale.is_empty(), "{:?}", d.stale);
     assert!(d.usm.buckets().iter().all(|b| b.flow.is_none()));
 }
+
+/// `cells` with only the cells `keep` left, every other cell zero: what a read of those cells
+/// gives the decoder.
+fn only(cells: &MeterCells, keep: &[Cell]) -> MeterCells {
+    let mut out = MeterCells::zeroed(&layout());
+    for c in keep {
+        let from = if c.dsm {
+            &cells.dsm[c.row]
+        } else {
+            &cells.usm[c.row]
+        };
+        let (t, i, n) = (from.id_tag[c.index], from.id[c.index], from.count[c.index]);
+        let to = out.row_mut(c).unwrap();
+        (to.id_tag[c.index], to.id[c.index], to.count[c.index]) = (t, i, n);
+    }
+    out
+}
+
+/// The harvest reads only the cells the switch's rules map to (and the sweep's), and decodes
+/// from them exactly the meters a read of every cell gives: on a switch with thousands of
+/// colliding flows, in both parities.
+#[test]
+fn the_cells_of_the_rules_decode_to_the_meters_of_every_cell() {
+    let mut ids = RuleIds::default();
+    let m = busy_switch(&mut ids);
+    let cells = cells_of(&m, &ids);
+    for e in [7u64, 8] {
+        let want = harvest_cells(&layout(), ids.keys(), e).unwrap();
+        let lean = decode(&layout(), &only(&cells, &want), epoch_tag(e), &ids, "s1").unwrap();
+        let full = decode(&layout(), &cells, epoch_tag(e), &ids, "s1").unwrap();
+        assert_eq!(lean, full, "epoch {e}");
+        let p = usize::from(epoch_tag(e) & 1) * W;
+        assert!(
+            want.iter().all(|c| (p..p + W).contains(&c.index)),
+            "the finished parity only"
+        );
+    }
+    // A switch with a few rules: a few cells per rule and row, not the registers.
+    let mut few = RuleIds::default();
+    for i in 0..20 {
+        few.install(RuleKey::Usm(flow(i))).unwrap();
+        few.install(RuleKey::Dsm(flow(i), 0x10)).unwrap();
+    }
+    let want = harvest_cells(&layout(), few.keys(), 7).unwrap();
+    let sweep = 6 * sweep_columns(W);
+    assert!(want.len() <= 20 * 3 * 2 + sweep, "{} cells", want.len());
+    assert!(want.len() >= 20 * 3, "{} cells", want.len());
+}
+
+/// Every cell of both parities is read by the sweep within `sweep_period` epochs, and that
+/// period is short enough that a cell left by a removed rule is seen, and zeroed, after it
+/// turns stale (half the tags' wrap) and before its tag comes round again.
+#[test]
+fn the_sweep_sees_every_cell_before_its_tag_comes_round() {
+    for w in [W, 1 << 16] {
+        let period = sweep_period(w);
+        assert!(2 * period <= EPOCH_TAGS / 2, "width {w}: period {period}");
+    }
+    let mut seen = vec![false; 2 * W];
+    for e in 0..sweep_period(W) {
+        for c in harvest_cells(&layout(), std::iter::empty(), e).unwrap() {
+            if !c.dsm && c.row == 1 {
+                seen[c.index] = true;
+            }
+        }
+    }
+    assert!(
+        seen.iter().all(|s| *s),
+        "{} of {} cells",
+        seen.iter().filter(|s| **s).count(),
+        2 * W
+    );
+    // A stale cell no rule maps to is named for zeroing within the period.
+    let ids = RuleIds::default();
+    let now = 40_000u64;
+    let mut cells = MeterCells::zeroed(&layout());
+    let i = usize::from(epoch_tag(now) & 1) * W + 777;
+    cells.usm[2].id_tag[i] = u32::from(epoch_tag(now - EPOCH_TAGS / 2 - 1));
+    cells.usm[2].id[i] = 5;
+    let found = (now..now + sweep_period(W)).find(|&e| {
+        let want = harvest_cells(&layout(), ids.keys(), e).unwrap();
+        let d = decode(&layout(), &only(&cells, &want), epoch_tag(e), &ids, "s1").unwrap();
+        !d.stale.is_empty()
+    });
+    assert!(found.is_some(), "the stale cell was never read");
+}

@@ -19,6 +19,8 @@ use std::time::Duration;
 
 pub const BFRT: &[u8] = include_bytes!("../../testdata/tna/bfrt.json");
 pub const LINE2: &str = "name: line2\nswitches:\n  - {name: s1, layer: 0, hosts: [{name: h1, addr: 10.0.1.2}]}\n  - {name: s2, layer: 0, hosts: [{name: h2, addr: 10.0.2.2}]}\nlinks:\n  - [s1, s2]\n";
+/// Pipes each model switch has (its registers are read once per pipe).
+pub const PIPES: usize = 2;
 
 pub struct Lab {
     pub plane: Plane,
@@ -53,7 +55,8 @@ pub async fn lab(loss: f64) -> Lab {
     let mut servers = Vec::new();
     let mut yaml_text = String::from("switches:\n");
     for i in 0..topo.switches.len() {
-        let m = BfrtModelSwitch::new(i as SwitchIx, plane.clone(), BFRT.to_vec(), 1, 2).unwrap();
+        let m =
+            BfrtModelSwitch::new(i as SwitchIx, plane.clone(), BFRT.to_vec(), 1, PIPES).unwrap();
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
         let addr = listener.local_addr().unwrap();
         servers.push(m.serve(listener));

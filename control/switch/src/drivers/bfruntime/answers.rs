@@ -2,10 +2,9 @@
 //! and the meters they make, default entries' parameters, and HH digests of learn lists.
 
 use super::be;
-use crate::contract::{Program, Register, ResolvedTable, Table};
+use crate::contract::{Program, ResolvedTable, Table};
 use crate::driver::Digests;
 use crate::entries::{Entry, Key};
-use crate::meters::{MeterCells, RowCells};
 use bfrt_proto::bfrt::{self, data_field, entity, key_field, table_entry, TableData, TableEntry};
 use canary_core::flow::Addr;
 use canary_core::FlowId;
@@ -86,127 +85,6 @@ pub fn entry_of(prog: &Program, table: Table, te: &TableEntry) -> Result<Entry, 
         args,
         default: te.is_default_entry,
     })
-}
-
-/// One register's cells as read: `[member][pipe][index]`.
-pub fn register_cells(r: &Register, entries: &[TableEntry]) -> Result<Vec<Vec<Vec<u32>>>, String> {
-    let ix = r.index.ok_or("not a BF-RT register")?;
-    let mut cells: Vec<Vec<Vec<u32>>> = vec![Vec::new(); r.members.len()];
-    let mut seen = vec![false; r.size];
-    for te in entries {
-        let index = match &te.value {
-            Some(table_entry::Value::Key(k)) => k
-                .fields
-                .iter()
-                .find(|f| f.field_id == ix.id)
-                .and_then(|f| match &f.match_type {
-                    Some(key_field::MatchType::Exact(e)) => be(&e.value),
-                    _ => None,
-                }),
-            _ => None,
-        }
-        .ok_or_else(|| format!("{}: an entry without $REGISTER_INDEX", r.name))?
-            as usize;
-        if index >= r.size || std::mem::replace(&mut seen[index], true) {
-            return Err(format!(
-                "{}: index {index} out of range or repeated",
-                r.name
-            ));
-        }
-        for ((member, f), pipes) in r.members.iter().zip(&mut cells) {
-            let values: Vec<u32> = te
-                .data
-                .iter()
-                .flat_map(|d| &d.fields)
-                .filter(|d| d.field_id == f.id)
-                .map(|d| match &d.value {
-                    Some(data_field::Value::Stream(b)) if b.len() <= 4 => {
-                        Ok(be(b).unwrap_or(0) as u32)
-                    }
-                    other => Err(format!("{}[{index}].{member}: value {other:?}", r.name)),
-                })
-                .collect::<Result<_, _>>()?;
-            if pipes.is_empty() {
-                if values.is_empty() {
-                    return Err(format!("{}[{index}]: no value of {member}", r.name));
-                }
-                *pipes = vec![vec![0; r.size]; values.len()];
-            }
-            if values.len() != pipes.len() {
-                return Err(format!(
-                    "{}[{index}].{member}: {} values, other cells {} (one per pipe)",
-                    r.name,
-                    values.len(),
-                    pipes.len()
-                ));
-            }
-            for (p, v) in values.into_iter().enumerate() {
-                pipes[p][index] = v;
-            }
-        }
-    }
-    // A read that stopped early is not a register of the program: the decoder says so.
-    let read = seen.iter().filter(|s| **s).count();
-    if read < r.size {
-        for pipes in &mut cells {
-            for p in pipes.iter_mut() {
-                p.truncate(read);
-            }
-        }
-    }
-    Ok(cells)
-}
-
-/// The meters as read, one [`MeterCells`] per pipe, from the entries of each register table.
-pub fn meter_cells(
-    prog: &Program,
-    by_table: &HashMap<u32, Vec<TableEntry>>,
-) -> Result<Vec<MeterCells>, String> {
-    let empty = Vec::new();
-    let mut pipes: Option<usize> = None;
-    let mut rows = |rows: &[crate::contract::MeterRow]| -> Result<Vec<Vec<RowCells>>, String> {
-        let mut per_pipe: Vec<Vec<RowCells>> = Vec::new();
-        for row in rows {
-            let id = register_cells(&row.id, by_table.get(&row.id.id).unwrap_or(&empty))?;
-            let count = register_cells(&row.count, by_table.get(&row.count.id).unwrap_or(&empty))?;
-            let member = |cells: &Vec<Vec<Vec<u32>>>, reg: &Register, name: &str| {
-                reg.members
-                    .iter()
-                    .position(|(m, _)| m == name)
-                    .map(|i| cells[i].clone())
-                    .ok_or_else(|| format!("{}: no data field {name}", reg.name))
-            };
-            let (tag, ids) = (member(&id, &row.id, "tag")?, member(&id, &row.id, "id")?);
-            let counts = count
-                .first()
-                .cloned()
-                .ok_or_else(|| format!("{}: no data field", row.count.name))?;
-            let n = *pipes.get_or_insert(tag.len());
-            if tag.len() != n || ids.len() != n || counts.len() != n {
-                return Err(format!(
-                    "{}: {} pipes, other registers {n}",
-                    row.id.name,
-                    tag.len()
-                ));
-            }
-            per_pipe.resize_with(n, Vec::new);
-            for p in 0..n {
-                per_pipe[p].push(RowCells {
-                    id_tag: tag[p].clone(),
-                    id: ids[p].clone(),
-                    count: counts[p].clone(),
-                });
-            }
-        }
-        Ok(per_pipe)
-    };
-    let usm = rows(&prog.meters.usm)?;
-    let dsm = rows(&prog.meters.dsm)?;
-    Ok(usm
-        .into_iter()
-        .zip(dsm)
-        .map(|(usm, dsm)| MeterCells { usm, dsm })
-        .collect())
 }
 
 /// Every digest of a learn list the switch sent, decoded into `out` (reports, or why not); a list

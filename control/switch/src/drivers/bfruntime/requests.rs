@@ -91,6 +91,21 @@ pub fn read_all(table_id: u32) -> Entity {
     }
 }
 
+/// Reading cell `index` of register `r` (its entry keyed by `$REGISTER_INDEX`); `None` for a
+/// register without that key field or an index too wide for it.
+pub fn read_cell(r: &Register, index: usize) -> Option<Entity> {
+    let ix = r.index?;
+    Some(Entity {
+        entity: Some(entity::Entity::TableEntry(TableEntry {
+            table_id: r.id,
+            value: Some(table_entry::Value::Key(TableKey {
+                fields: vec![exact(ix.id, bytes(index as u128, ix)?)],
+            })),
+            ..Default::default()
+        })),
+    })
+}
+
 /// Deleting every entry of table `table_id` (for a register: every cell back to 0).
 pub fn clear_table(table_id: u32) -> Update {
     entity_update(

@@ -1,9 +1,10 @@
-//! BMv2's registers over Thrift: the meters read whole, cells and HashPipe zeroed. Thrift calls
+//! BMv2's registers over Thrift: the meters read whole or cell by cell, cells and HashPipe
+//! zeroed. Thrift calls
 //! block, so each runs on tokio's blocking pool with the connection moved in and back out; a
 //! read the fabric gave up on is waited for before the next call.
 
-use super::{Bmv2Driver, CXT_ID};
-use crate::bmv2_thrift::{ThriftClient, Timeouts};
+use super::{read_plan, Bmv2Driver, CXT_ID};
+use crate::bmv2_thrift::{Reply, ThriftClient, Timeouts, WireBytes};
 use crate::contract::Register;
 use crate::driver::DriverError;
 use crate::meters::{Cell, MeterCells, RowCells};
@@ -32,21 +33,23 @@ impl Bmv2Driver {
         f: impl FnOnce(&mut ThriftClient) -> Result<T, DriverError> + Send + 'static,
     ) -> Result<ThriftTask<T>, DriverError> {
         let addr = self.thrift_addr()?;
-        let (name, timeout, kept) = (
+        let (name, timeout, kept, wire) = (
             self.bound.name.clone(),
             self.opts.timeout,
             self.thrift.take(),
+            self.thrift_wire.clone(),
         );
         Ok(tokio::task::spawn_blocking(move || {
             let mut t = match kept {
                 Some(t) => t,
-                None => match ThriftClient::connect(
+                None => match ThriftClient::connect_counting(
                     name,
                     addr.as_str(),
                     Timeouts {
                         connect: timeout,
                         io: timeout,
                     },
+                    wire,
                 ) {
                     Ok(t) => t,
                     Err(e) => return (None, Err(DriverError::Unreachable(e.to_string()))),
@@ -71,6 +74,11 @@ impl Bmv2Driver {
         r
     }
 
+    /// Bytes sent to and received from the switch's Thrift server since the driver was made.
+    pub fn thrift_bytes(&self) -> WireBytes {
+        *self.thrift_wire.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
     /// Waits for a read the fabric gave up on (bounded by the Thrift I/O timeout inside it).
     async fn finish_pending(&mut self) {
         if let Some(p) = self.pending.take() {
@@ -82,10 +90,46 @@ impl Bmv2Driver {
 
     /// Every meter register, read whole in one pipelined batch.
     pub(super) async fn read_meter_registers(&mut self) -> Result<Vec<MeterCells>, DriverError> {
-        self.finish_pending().await;
         let names = rows(&self.prog.program.meters);
         let usm_rows = self.prog.program.meters.usm.len();
-        let task = self.spawn_on_thrift(move |t| read_cells(t, &names, usm_rows))?;
+        self.read_on_thrift(move |t| read_cells(t, &names, usm_rows))
+            .await
+    }
+
+    /// The meter cells `cells`, each register read cell by cell or whole, whichever moves
+    /// fewer bytes ([`read_plan`]), in one pipelined batch.
+    pub(super) async fn read_some_meter_cells(
+        &mut self,
+        cells: &[Cell],
+    ) -> Result<Vec<MeterCells>, DriverError> {
+        let layout = self.prog.program.meters.clone();
+        let plan = read_plan::plan(&layout, cells);
+        self.read_on_thrift(move |t| {
+            let replies = t
+                .pipeline(&read_plan::calls(&plan, CXT_ID))
+                .map_err(|e| DriverError::Unreachable(e.to_string()))?;
+            let answers: Vec<Vec<i64>> = replies
+                .into_iter()
+                .map(|r| match r {
+                    Reply::Values(v) => v,
+                    Reply::Value(v) => vec![v],
+                    Reply::Done => Vec::new(),
+                })
+                .collect();
+            read_plan::fill(&layout, &plan, &answers)
+                .map(|m| vec![m])
+                .map_err(DriverError::Refused)
+        })
+        .await
+    }
+
+    /// A meter read `f` on the Thrift connection, kept by the driver while awaited.
+    async fn read_on_thrift(
+        &mut self,
+        f: impl FnOnce(&mut ThriftClient) -> Result<Vec<MeterCells>, DriverError> + Send + 'static,
+    ) -> Result<Vec<MeterCells>, DriverError> {
+        self.finish_pending().await;
+        let task = self.spawn_on_thrift(f)?;
         // Kept here while awaited: if the caller gives up, the next call finishes it.
         self.pending = Some(task);
         let r = self.pending.as_mut().expect("just set").await;

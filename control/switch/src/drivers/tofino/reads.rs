@@ -36,6 +36,14 @@ impl TofinoDriver {
         ids: &[u32],
     ) -> Result<HashMap<u32, Vec<TableEntry>>, DriverError> {
         let entities = ids.iter().map(|&id| bfruntime::read_all(id)).collect();
+        self.read_entities(entities).await
+    }
+
+    /// The entries `entities` name (whole tables or single keys), by table id, in one Read.
+    pub(super) async fn read_entities(
+        &mut self,
+        entities: Vec<bfrt::Entity>,
+    ) -> Result<HashMap<u32, Vec<TableEntry>>, DriverError> {
         let (name, timeout) = (self.bound.name.clone(), self.opts.timeout);
         let mut stream = self.open_read(entities).await?;
         let mut out: HashMap<u32, Vec<TableEntry>> = HashMap::new();
