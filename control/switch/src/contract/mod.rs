@@ -94,6 +94,15 @@ impl MeterRegisters {
         }
     }
 
+    /// Row `row` of the DSM (`dsm`) or the USM, if the meter has it.
+    pub fn row(&self, dsm: bool, row: usize) -> Option<&MeterRow> {
+        if dsm {
+            self.dsm.get(row)
+        } else {
+            self.usm.get(row)
+        }
+    }
+
     /// Every row, USM first.
     pub fn rows(&self) -> impl Iterator<Item = &MeterRow> {
         self.usm.iter().chain(&self.dsm)

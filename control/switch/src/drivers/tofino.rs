@@ -313,27 +313,16 @@ impl SwitchDriver for TofinoDriver {
 
     async fn read_meter_cells(&mut self, cells: &[Cell]) -> Result<Vec<MeterCells>, DriverError> {
         let prog = self.prog()?.clone();
-        let rows = |c: &Cell| {
-            if c.dsm {
-                prog.meters.dsm.get(c.row)
-            } else {
-                prog.meters.usm.get(c.row)
-            }
-        };
-        // Only registers with a cell asked for are synced; ID cells are read before counts.
-        let mut regs: Vec<&crate::contract::Register> = Vec::new();
+        // Every meter register synced, as for a whole read; ID cells are read before counts.
         let (mut ids, mut counts) = (Vec::new(), Vec::new());
         for c in cells {
-            let row = rows(c).ok_or_else(|| {
+            let row = prog.meters.row(c.dsm, c.row).ok_or_else(|| {
                 DriverError::Program(format!(
                     "{}: no meter row {} to read",
                     self.bound.name, c.row
                 ))
             })?;
             for (reg, out) in [(&row.id, &mut ids), (&row.count, &mut counts)] {
-                if !regs.iter().any(|r| r.id == reg.id) {
-                    regs.push(reg);
-                }
                 out.push(bfruntime::read_cell(reg, c.index).ok_or_else(|| {
                     DriverError::Program(format!(
                         "{}: cell {} of {}",
@@ -342,7 +331,16 @@ impl SwitchDriver for TofinoDriver {
                 })?);
             }
         }
-        let syncs: Vec<Update> = regs.iter().map(|r| bfruntime::sync_update(r)).collect();
+        let syncs: Vec<Update> = prog
+            .meters
+            .rows()
+            .flat_map(|r| {
+                [
+                    bfruntime::sync_update(&r.id),
+                    bfruntime::sync_update(&r.count),
+                ]
+            })
+            .collect();
         if let Some((_, e)) = self.write_updates(syncs).await.into_iter().next() {
             return Err(e);
         }

@@ -143,12 +143,19 @@ pub fn meter_cells(
         .collect())
 }
 
-/// The values of member `name` of a register read, by position in the contract.
-fn member<'a, T>(values: &'a [T], reg: &Register, name: &str) -> Result<&'a T, String> {
+/// The position of member `name` among the register's data fields, as the contract has them.
+fn position(reg: &Register, name: &str) -> Result<usize, String> {
     reg.members
         .iter()
         .position(|(m, _)| m == name)
-        .and_then(|i| values.get(i))
+        .ok_or_else(|| format!("{}: no data field {name}", reg.name))
+}
+
+/// The values of member `name` of a register read.
+fn member<'a, T>(values: &'a [T], reg: &Register, name: &str) -> Result<&'a T, String> {
+    let i = position(reg, name)?;
+    values
+        .get(i)
         .ok_or_else(|| format!("{}: no data field {name}", reg.name))
 }
 
@@ -164,7 +171,13 @@ pub fn meter_cells_at(
     let mut seen: HashSet<(u32, usize)> = HashSet::new();
     for (dsm, rows) in [(false, &prog.meters.usm), (true, &prog.meters.dsm)] {
         for (r, row) in rows.iter().enumerate() {
-            for reg in [&row.id, &row.count] {
+            for (is_id, reg) in [(true, &row.id), (false, &row.count)] {
+                // Member positions once per register: the ID register's tag and ID, the count.
+                let (tag, id) = if is_id {
+                    (position(reg, "tag")?, position(reg, "id")?)
+                } else {
+                    (0, 0)
+                };
                 for te in by_table.get(&reg.id).into_iter().flatten() {
                     let (index, values) = entry_cell(reg, te)?;
                     let pipes = values.first().map_or(0, Vec::len);
@@ -181,11 +194,11 @@ pub fn meter_cells_at(
                     let cell = Cell { dsm, row: r, index };
                     for (p, m) in out.iter_mut().enumerate() {
                         let Some(rc) = m.row_mut(&cell) else { continue };
-                        if std::ptr::eq(reg, &row.id) {
-                            rc.id_tag[index] = member(&values, reg, "tag")?[p];
-                            rc.id[index] = member(&values, reg, "id")?[p];
+                        if is_id {
+                            rc.id_tag[index] = values[tag][p];
+                            rc.id[index] = values[id][p];
                         } else {
-                            rc.count[index] = values.first().map_or(0, |v| v[p]);
+                            rc.count[index] = values[0][p];
                         }
                     }
                 }
@@ -193,14 +206,11 @@ pub fn meter_cells_at(
         }
     }
     for c in cells {
-        let rows = if c.dsm {
-            &prog.meters.dsm
-        } else {
-            &prog.meters.usm
-        };
-        let Some(row) = rows.get(c.row) else {
-            return Err(format!("no meter row {} ({})", c.row, kind(c.dsm)));
-        };
+        let kind = if c.dsm { "DSM" } else { "USM" };
+        let row = prog
+            .meters
+            .row(c.dsm, c.row)
+            .ok_or_else(|| format!("no meter row {} ({kind})", c.row))?;
         for reg in [&row.id, &row.count] {
             if !seen.contains(&(reg.id, c.index)) {
                 return Err(format!(
@@ -214,12 +224,4 @@ pub fn meter_cells_at(
         out.push(MeterCells::zeroed(&prog.meters));
     }
     Ok(out)
-}
-
-fn kind(dsm: bool) -> &'static str {
-    if dsm {
-        "DSM"
-    } else {
-        "USM"
-    }
 }
