@@ -259,7 +259,7 @@ impl<S: Future<Output = ()>, F: FnMut(&EpochReport)> Daemon<'_, S, F> {
                 self.opts,
                 self.prep.clone(),
                 self.faults,
-                fabric,
+                (fabric, term.reads),
                 &mut self.shutdown,
                 &mut self.sink,
             )

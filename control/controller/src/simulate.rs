@@ -118,7 +118,7 @@ pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) 
     let mut h = None;
     rt.block_on(async {
         if let Some((cluster, parts)) = &opts.cluster {
-            ClusterStages::attach(&mut ctl, cluster, *parts, opts.pathbf).await?;
+            ClusterStages::attach(&mut ctl, cluster, *parts, opts.pathbf, None).await?;
         }
         ctl.start(&mut fabric).await;
         for e in 0..opts.epochs {

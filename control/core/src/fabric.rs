@@ -183,7 +183,9 @@ pub trait Fabric {
     /// next one), handing each switch's answer to `sink` as it comes, so a caller can reduce
     /// each to what it needs (`detect::SwitchRecords`) and drop the register image before the
     /// next arrives. Also clears HashPipe, so heavy hitters are those of the last epoch, not of
-    /// all time. The meters need no clearing: epoch tags retire old counts.
+    /// all time. The meters need no clearing: epoch tags retire old counts. A fabric whose
+    /// meters are read by other processes (a cluster's harvest workers, which pass the records
+    /// on themselves) hands `sink` only the switches whose read failed.
     async fn harvest_each(&mut self, epoch: u64, sink: &mut Sink<'_>);
     /// [`Fabric::harvest_each`], every answer kept.
     async fn harvest(&mut self, epoch: u64) -> Vec<(SwitchIx, SwitchResult<MeterSnapshot>)> {

@@ -68,6 +68,11 @@ struct Inner {
     groups: BTreeMap<u16, Vec<(u32, u16)>>,
     nodes: BTreeMap<u32, (u16, Vec<u32>)>,
     wire: Wire,
+    /// Requests that touched a meter or HashPipe register (Reads naming one, Writes syncing
+    /// one), by client ID: who reads this switch's registers.
+    register_requests: BTreeMap<u32, u64>,
+    /// Clients that subscribed without mastership: they may read and sync, never write.
+    readers: std::collections::BTreeSet<u32>,
 }
 
 /// What crossed the wire so far, counted as gRPC messages and their protobuf-encoded bytes
@@ -154,6 +159,8 @@ impl BfrtModelSwitch {
                 groups: BTreeMap::new(),
                 nodes: BTreeMap::new(),
                 wire: Wire::default(),
+                register_requests: BTreeMap::new(),
+                readers: Default::default(),
             })),
         })
     }
@@ -161,6 +168,12 @@ impl BfrtModelSwitch {
     /// What crossed the wire since the last [`BfrtModelSwitch::take_wire`].
     pub fn take_wire(&self) -> Wire {
         std::mem::take(&mut lock(&self.inner).wire)
+    }
+
+    /// Requests that touched a register so far, by BF Runtime client ID: who reads this
+    /// switch's meters.
+    pub fn register_requests(&self) -> BTreeMap<u32, u64> {
+        lock(&self.inner).register_requests.clone()
     }
 
     /// Requests that broke the program's `bfrt.json` so far (a switch refuses them).

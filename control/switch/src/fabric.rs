@@ -23,13 +23,16 @@ mod flip;
 mod harvest;
 mod maintenance;
 mod reconcile;
+mod remote;
 mod slot;
 mod waves;
 
 pub use clock::{Clock, WallClock};
 pub use connect::ConnectError;
+pub use harvest::read_harvest;
 use maintenance::Maintenance;
 pub use maintenance::OutOfServiceError;
+pub use remote::{ReadOrder, ReadOutcome, RemoteReads};
 use slot::{Rules, Slot};
 
 use crate::driver::SwitchDriver;
@@ -97,6 +100,8 @@ pub struct SwitchFabric<D, C = WallClock> {
     ports: PortMap,
     /// Links out of service in the forwarding Canary installs, and the switches it moved.
     maintenance: Maintenance,
+    /// Who reads the monitors' meters when this process does not ([`RemoteReads`]).
+    remote: Option<Box<dyn RemoteReads>>,
     pub counters: FabricCounters,
 }
 
@@ -155,6 +160,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             lease: None,
             ports: ports.clone(),
             maintenance: Maintenance::new(topo),
+            remote: None,
             counters: FabricCounters::default(),
         }
     }
@@ -173,6 +179,7 @@ impl<D: SwitchDriver> SwitchFabric<D, WallClock> {
             lease: self.lease,
             ports: self.ports,
             maintenance: self.maintenance,
+            remote: self.remote,
             counters: self.counters,
         }
     }

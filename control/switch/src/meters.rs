@@ -84,7 +84,9 @@ impl MeterCells {
 
 /// A meter cell (both registers of it): (is DSM, row, register index). What a harvest reads and
 /// what it zeroes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(
+    Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, serde::Serialize, serde::Deserialize,
+)]
 pub struct Cell {
     pub dsm: bool,
     pub row: usize,

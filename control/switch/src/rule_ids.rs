@@ -18,9 +18,10 @@ use std::collections::HashMap;
 
 use canary_core::fabric::RuleOp;
 use canary_core::FlowId;
+use serde::{Deserialize, Serialize};
 
 /// What a rule matches: the key of a `usm_table` or `dsm_table` entry.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, Deserialize)]
 pub enum RuleKey {
     Usm(FlowId),
     Dsm(FlowId, u32),
@@ -195,6 +196,36 @@ impl RuleIds {
     pub fn held(&self) -> usize {
         self.by_id.len()
     }
+
+    /// What a decoder needs of this table now, for a harvest read in another process (a
+    /// cluster's harvest worker): every ID a bucket may hold, in ID order.
+    pub fn table(&self) -> IdTable {
+        let mut by_id: Vec<(u32, RuleKey)> = self.by_id.iter().map(|(&i, &k)| (i, k)).collect();
+        by_id.sort_unstable_by_key(|&(i, _)| i);
+        IdTable {
+            by_id,
+            unknown_ok: self.unknown_ok > 0,
+        }
+    }
+
+    /// A table that decodes as the one [`RuleIds::table`] was taken from did; it assigns no IDs
+    /// of its own that the switch would know.
+    pub fn for_decoding(table: &IdTable) -> Self {
+        let mut ids = RuleIds::default();
+        for &(id, key) in &table.by_id {
+            ids.by_id.insert(id, key);
+        }
+        ids.unknown_ok = u8::from(table.unknown_ok);
+        ids
+    }
+}
+
+/// The rule IDs a bucket of one switch may hold, as a harvest elsewhere decodes them.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct IdTable {
+    pub by_id: Vec<(u32, RuleKey)>,
+    /// Whether an ID the table does not know may be an earlier controller's removed rule.
+    pub unknown_ok: bool,
 }
 
 #[cfg(test)]
@@ -257,6 +288,21 @@ mod tests {
         assert_eq!((d, e), (2, 3));
         ids.next = 1;
         assert_eq!(ids.install(RuleKey::Usm(flow(6))).unwrap(), 4);
+    }
+
+    #[test]
+    fn a_table_taken_for_another_process_decodes_the_same_ids() {
+        let mut ids = RuleIds::default();
+        let (a, b) = (RuleKey::Usm(flow(1)), RuleKey::Dsm(flow(2), 9));
+        let (ia, ib) = (ids.install(a).unwrap(), ids.install(b).unwrap());
+        ids.remove(&a);
+        let there = RuleIds::for_decoding(&ids.table());
+        assert_eq!(there.key(ia), Some(a), "a retiring rule still decodes");
+        assert_eq!(there.key(ib), Some(b));
+        assert_eq!(there.key(ib + 1), None);
+        assert!(!there.unknown_ok());
+        let adopted = RuleIds::adopted([(b, 40)]);
+        assert!(RuleIds::for_decoding(&adopted.table()).unknown_ok());
     }
 
     #[test]

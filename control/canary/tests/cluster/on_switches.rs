@@ -76,8 +76,40 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
         logs(dir)
     );
     // Every epoch the daemon reported went through the cluster's stages.
+    let (mut out_b, mut in_b) = (0, 0);
     for e in v["epochs"].as_array().unwrap() {
         assert!(e["cluster"]["bytes_out"].as_u64().unwrap() > 0, "{e}");
+        out_b += e["cluster"]["bytes_out"].as_u64().unwrap();
+        in_b += e["cluster"]["bytes_in"].as_u64().unwrap();
+    }
+    eprintln!(
+        "on_switches: the controller published {} B and took {} B on the cluster an epoch",
+        out_b / RUN_EPOCHS as u64,
+        in_b / RUN_EPOCHS as u64
+    );
+    // No one process read every switch: the controller (BF Runtime client 1) touched no
+    // switch's registers; each monitor's were read and synced by its own harvest worker
+    // (client 1000 + partition, partition = switch mod 3) and by nobody else.
+    let topo = canary_controller::setup::load_topology("fattree:4", None).unwrap();
+    for (i, sw) in lab.switches.iter().enumerate() {
+        let by_client = sw.register_requests();
+        let name = &topo.switches[i].name;
+        if !topo.switches[i].monitor {
+            assert!(by_client.is_empty(), "{name}: {by_client:?}");
+            continue;
+        }
+        let own = 1000 + (i as u32 % 3);
+        let clients: Vec<u32> = by_client.keys().copied().collect();
+        assert_eq!(
+            clients,
+            vec![own],
+            "{name}: register requests by client {by_client:?}"
+        );
+        // A Sync and a Read a harvest, every epoch.
+        assert!(
+            by_client[&own] >= 2 * RUN_EPOCHS as u64,
+            "{name}: {by_client:?}"
+        );
     }
 }
 
@@ -196,4 +228,115 @@ async fn canary_run_on_switches_goes_on_through_a_nats_server_and_the_meta_leade
             waited(e)
         );
     }
+}
+
+/// The same run with harvest worker 1 frozen until JetStream has handed it the read of an
+/// epoch, then SIGKILLed and started again: the read goes to the new worker as a repeat, which
+/// reads nothing (the registers may already count a later epoch), so partition 1's switches
+/// sit that epoch out and the epoch says why. Every epoch is reported once and in order, the
+/// lossy link is blamed and nothing else.
+#[allow(clippy::await_holding_lock)]
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_harvest_worker_killed_holding_its_switches_read_costs_them_that_epoch_only() {
+    let Some(_one) = cluster_test() else { return };
+    const RUN_EPOCHS: usize = 10;
+    let tmp = tempfile::tempdir().unwrap();
+    let dir = tmp.path().to_path_buf();
+    let lab = tofino_fabric::TofinoLab::start(&dir).await;
+    let switches = dir.join("switches.yaml");
+    std::fs::write(&switches, &lab.switches_yaml).unwrap();
+    let (_nats, url, monitor) = nats_server(&dir);
+    let (mut harvest, _joins) = stage_workers(&dir, &url);
+    let _reporter = worker(&dir, &url, "reporter", "report", 0);
+    let json = dir.join("run.json");
+    let mut cmd = run_on_model_switches(&dir, &switches, RUN_EPOCHS, &json, &["--cluster", &url]);
+    let run = tokio::task::spawn_blocking(move || cmd.output());
+    let kill_dir = dir.clone();
+    let kill_url = url.clone();
+    let killed_after = tokio::task::spawn_blocking(move || {
+        let dir = kill_dir;
+        wait_for_reports(&dir, 3, "before the kill");
+        let pid = harvest[1].0.id().to_string();
+        let signal = |s: &str| {
+            assert!(Command::new("kill")
+                .args([s, &pid])
+                .status()
+                .unwrap()
+                .success());
+        };
+        // Frozen, it cannot ack what it is handed: the next epoch's read stays with it.
+        signal("-STOP");
+        let t = Instant::now();
+        while ack_pending(monitor, "harvest-1") == 0 {
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "harvest worker 1 was never handed a read\n{}",
+                logs(&dir)
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let reported = report_lines(&dir.join("epochs.jsonl")).len();
+        sigkill(&mut harvest[1]);
+        std::thread::sleep(Duration::from_millis(1500));
+        harvest[1] = worker(&dir, &kill_url, "harvest1", "harvest", 1);
+        (harvest, reported)
+    });
+    let out = run.await.unwrap().unwrap();
+    let (_harvest, killed_after) = killed_after.await.unwrap();
+    assert!(
+        out.status.success(),
+        "canary run --cluster failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        logs(&dir)
+    );
+    assert!(killed_after < RUN_EPOCHS, "killed after the run");
+    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
+    assert_eq!(
+        blamed,
+        vec!["edge1_0->agg1_1".to_string()],
+        "{}",
+        logs(&dir)
+    );
+    let reports = dir.join("epochs.jsonl");
+    let t = Instant::now();
+    while report_lines(&reports).len() < RUN_EPOCHS && t.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let epochs: Vec<u64> = report_lines(&reports)
+        .iter()
+        .map(|l| l["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        epochs,
+        (0..RUN_EPOCHS as u64).collect::<Vec<_>>(),
+        "{}",
+        logs(&dir)
+    );
+    // The epoch whose read was handed out again says so, and sat its switches out.
+    let held: Vec<&Value> = v["epochs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter(|e| {
+            e["cluster"]["redelivered"].as_array().is_some_and(|r| {
+                r.iter().any(|x| {
+                    x.as_str()
+                        .unwrap()
+                        .contains("switch reads of harvest partition 1")
+                })
+            })
+        })
+        .collect();
+    assert_eq!(
+        held.len(),
+        1,
+        "one epoch's read was handed out again\n{}",
+        logs(&dir)
+    );
+    let text = held[0].to_string();
+    assert!(
+        text.contains("handed out again (a harvest worker was lost)"),
+        "its switches sit the epoch out, saying why: {text}"
+    );
 }

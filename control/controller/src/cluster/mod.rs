@@ -135,6 +135,12 @@ impl ClusterConfig {
     pub fn localize(&self, l: u32) -> String {
         self.subject(&format!("localize.{l}"))
     }
+    pub fn harvested(&self) -> String {
+        self.subject("harvested")
+    }
+    pub fn ids(&self, switch: u32) -> String {
+        self.subject(&format!("ids.{switch}"))
+    }
     pub fn verdicts(&self) -> String {
         self.subject("verdicts")
     }

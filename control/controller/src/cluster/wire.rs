@@ -42,6 +42,41 @@ pub struct Setup {
     /// anything else refuses to work.
     pub segments: usize,
     pub segment_bf_sum: u64,
+    /// Where the harvest workers read the switches themselves; `None`: the controller reads
+    /// them and publishes their registers.
+    pub reads: Option<SwitchReads>,
+}
+
+/// What a harvest worker needs to read its switches' meters itself (BF Runtime).
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct SwitchReads {
+    /// Every monitor.
+    pub switches: Vec<ReadSwitch>,
+    /// The program's name as `bf_switchd` loaded it.
+    pub p4_name: String,
+    /// Deadline of connecting and of every call.
+    pub timeout_ms: u64,
+    /// A read slower than this is late, as the controller's own harvest would be.
+    pub deadline_ms: u64,
+    /// [`program_fingerprint`] of the program the controller resolved: a switch that runs
+    /// another one is not read.
+    pub program: u64,
+}
+
+/// A monitor as its harvest worker reaches it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct ReadSwitch {
+    pub switch: SwitchIx,
+    pub name: String,
+    /// `host:port` of its BF Runtime server.
+    pub grpc: String,
+    pub device_id: u64,
+}
+
+/// A fingerprint of a resolved program (every table, register and field ID and size), the same
+/// in every process that resolves the same `bfrt.json`.
+pub fn program_fingerprint(p: &canary_switch::contract::Program) -> u64 {
+    crc::Crc::<u64>::new(&crc::CRC_64_ECMA_182).checksum(format!("{p:?}").as_bytes())
 }
 
 /// How each stage is partitioned.
@@ -165,6 +200,123 @@ impl WireSnapshot {
     }
 }
 
+/// What `regs.<h>` carries: the registers the controller read, or what to read.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub enum HarvestInput {
+    Registers(Registers),
+    Reads(ReadOrders),
+}
+
+/// `regs.<h>` when the workers read the switches: what each of partition `h`'s monitors'
+/// reads takes.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct ReadOrders {
+    pub epoch: u64,
+    pub part: u32,
+    /// A partition's orders go in chunks that fit a NATS message: this one of `chunks`.
+    pub chunk: u32,
+    pub chunks: u32,
+    /// This chunk's place among all partitions' chunks of the epoch (its `harvested` answer's).
+    pub index: u32,
+    pub switches: Vec<SwitchOrder>,
+}
+
+/// One monitor's read: its rule IDs (as a change to a table on `ids.<switch>`), from which the
+/// worker finds the cells to read as the controller would (`meters::harvest_cells`), and the
+/// flows expected there (those its DSM proves vanished are loss).
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SwitchOrder {
+    pub switch: SwitchIx,
+    pub ids: IdsSince,
+    pub expected: Vec<canary_core::detect::Expected>,
+}
+
+/// A switch's rule IDs now: the table of version `keyframe` on `ids.<switch>`, with the IDs
+/// assigned (or reassigned) and freed since. Rules change every epoch while flows are picked and
+/// watched in rounds; the whole table is published again only when the change since would be
+/// more than half of it, so an order carries at most that.
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
+pub struct IdsSince {
+    pub keyframe: u64,
+    pub added: Vec<(u32, canary_switch::rule_ids::RuleKey)>,
+    pub removed: Vec<u32>,
+    pub unknown_ok: bool,
+}
+
+/// `ids.<switch>`: a switch's whole rule-ID table, published when the change since the last
+/// one grew past half of it.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct WireIds {
+    pub switch: SwitchIx,
+    pub version: u64,
+    pub table: canary_switch::rule_ids::IdTable,
+}
+
+impl IdsSince {
+    /// The change from `keyframe` (version `version`) to `now`.
+    pub fn between(
+        version: u64,
+        keyframe: &canary_switch::rule_ids::IdTable,
+        now: &canary_switch::rule_ids::IdTable,
+    ) -> Self {
+        let old: BTreeMap<u32, canary_switch::rule_ids::RuleKey> =
+            keyframe.by_id.iter().copied().collect();
+        let new: BTreeMap<u32, canary_switch::rule_ids::RuleKey> =
+            now.by_id.iter().copied().collect();
+        IdsSince {
+            keyframe: version,
+            added: new
+                .iter()
+                .filter(|(i, k)| old.get(i) != Some(k))
+                .map(|(&i, &k)| (i, k))
+                .collect(),
+            removed: old
+                .keys()
+                .filter(|i| !new.contains_key(i))
+                .copied()
+                .collect(),
+            unknown_ok: now.unknown_ok,
+        }
+    }
+
+    /// `keyframe` with this change applied: the table now.
+    pub fn apply(
+        &self,
+        keyframe: &canary_switch::rule_ids::IdTable,
+    ) -> canary_switch::rule_ids::IdTable {
+        let mut t: BTreeMap<u32, canary_switch::rule_ids::RuleKey> =
+            keyframe.by_id.iter().copied().collect();
+        for i in &self.removed {
+            t.remove(i);
+        }
+        t.extend(self.added.iter().copied());
+        canary_switch::rule_ids::IdTable {
+            by_id: t.into_iter().collect(),
+            unknown_ok: self.unknown_ok,
+        }
+    }
+
+    /// IDs this change names.
+    pub fn len(&self) -> usize {
+        self.added.len() + self.removed.len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// `harvested`: how the reads of one chunk of orders went; `part` is the chunk's
+/// [`ReadOrders::index`].
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Harvested {
+    pub epoch: u64,
+    pub part: u32,
+    pub delivered: u64,
+    pub retries: u32,
+    pub outcomes: Vec<(SwitchIx, canary_switch::fabric::ReadOutcome)>,
+}
+
 /// `regs.<h>`: the registers of harvest partition `h`'s switches that answered.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Registers {
@@ -178,6 +330,10 @@ pub struct Registers {
 pub struct Records {
     pub epoch: u64,
     pub from: u32,
+    /// Which of harvest partition `from`'s chunks of the epoch this comes from, of `chunks`
+    /// (one where the controller read the registers).
+    pub chunk: u32,
+    pub chunks: u32,
     pub part: u32,
     /// Times the harvest worker was handed its input (more than 1: a worker was lost).
     pub delivered: u64,
@@ -277,4 +433,34 @@ pub struct Verdicts {
     /// As [`Records::retries`].
     pub retries: u32,
     pub subs: Vec<SubVerdict>,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use canary_core::FlowId;
+    use canary_switch::rule_ids::{IdTable, RuleKey};
+
+    fn key(n: u32) -> RuleKey {
+        RuleKey::Usm(FlowId::v4(n, 0x0a00_0001, 6, 1000, 80))
+    }
+
+    #[test]
+    fn a_change_since_a_keyframe_rebuilds_the_table() {
+        let keyframe = IdTable {
+            by_id: vec![(1, key(1)), (2, key(2)), (3, key(3))],
+            unknown_ok: true,
+        };
+        // 2 freed, 3 reassigned to another rule, 4 new.
+        let now = IdTable {
+            by_id: vec![(1, key(1)), (3, key(9)), (4, key(4))],
+            unknown_ok: false,
+        };
+        let since = IdsSince::between(7, &keyframe, &now);
+        assert_eq!(since.keyframe, 7);
+        assert_eq!(since.removed, vec![2]);
+        assert_eq!(since.added, vec![(3, key(9)), (4, key(4))]);
+        assert_eq!(since.apply(&keyframe), now);
+        assert!(IdsSince::between(7, &now, &now).is_empty());
+    }
 }

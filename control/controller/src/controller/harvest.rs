@@ -84,6 +84,7 @@ impl Controller {
             self.disturbed_next.insert(s, why);
         }
         let expected = expected_by_downstream(&self.segments, &self.selector.expected());
+        self.stages.expecting(&expected, unreachable);
         let none = Vec::new();
         let (segments, codec, topo) = (&self.segments, &self.codec, &self.topo);
         let stages = &mut self.stages;
@@ -102,7 +103,9 @@ impl Controller {
             })
             .await;
         unreachable.extend(failed);
-        let answered = self.stages.answered(&records);
+        let mut answered = self.stages.answered(&records);
+        // Read elsewhere, a switch this controller lost or skipped did not answer either.
+        answered.retain(|s| !unreachable.contains(s));
         // In switch order, whatever order they answered in: the same epoch gives the same
         // entries.
         records.sort_by_key(|r| r.switch);

@@ -8,7 +8,7 @@ use canary_core::fabric::MeterSnapshot;
 use canary_core::localize::{name_sick_switches, Canary, Localizer, Verdict};
 use canary_core::pathbf::PathBfCodec;
 use canary_core::topo::{Segments, SwitchIx, Topology};
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 
 pub(super) enum Stages {
     Here,
@@ -33,11 +33,23 @@ impl Stages {
         }
     }
 
+    /// Before the harvest: the flows expected at each monitor and the monitors that missed the
+    /// flip, for reads made elsewhere (a cluster's harvest workers).
+    pub(super) fn expecting<H: std::hash::BuildHasher>(
+        &mut self,
+        expected: &HashMap<SwitchIx, Vec<Expected>, H>,
+        skip: &HashSet<SwitchIx>,
+    ) {
+        if let Stages::Cluster(c) = self {
+            c.expecting(expected, skip);
+        }
+    }
+
     /// The monitors harvested this epoch.
     pub(super) fn answered(&self, records: &[SwitchRecords]) -> HashSet<SwitchIx> {
         match self {
             Stages::Here => records.iter().map(|r| r.switch).collect(),
-            Stages::Cluster(c) => c.answered().collect(),
+            Stages::Cluster(c) => c.answered().into_iter().collect(),
         }
     }
 

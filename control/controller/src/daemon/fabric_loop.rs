@@ -31,7 +31,7 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
     opts: &RunOptions,
     prep: Prepared,
     faults: &[Fault],
-    mut fabric: SwitchFabric<D>,
+    (mut fabric, reads): (SwitchFabric<D>, Option<crate::cluster::wire::SwitchReads>),
     shutdown: &mut std::pin::Pin<&mut impl Future<Output = ()>>,
     sink: &mut Sink<'_, F>,
 ) -> Result<Ended> {
@@ -62,7 +62,11 @@ pub(super) async fn run_fabric<D: SwitchDriver, F: FnMut(&EpochReport)>(
     );
     ctl.ports = fabric.ports().clone();
     if let Some((cluster, parts)) = &opts.cluster {
-        ClusterStages::attach(&mut ctl, cluster, *parts, PathBfParams::default()).await?;
+        let pathbf = PathBfParams::default();
+        if let Some(r) = ClusterStages::attach(&mut ctl, cluster, *parts, pathbf, reads).await? {
+            // The harvest workers read the switches: this process reads no switch's meters.
+            fabric.read_elsewhere(Box::new(r));
+        }
     }
     sink.metrics.set_primary(true);
     let last = sink.last_epoch()?;

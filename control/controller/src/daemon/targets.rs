@@ -4,6 +4,7 @@
 //! loop over the terms is the same for every target.
 
 use super::{load_p4, RunOptions};
+use crate::cluster::wire::{program_fingerprint, ReadSwitch, SwitchReads};
 use crate::error::{Error, Result};
 use crate::setup::Prepared;
 use crate::standby;
@@ -26,6 +27,9 @@ pub(super) struct Term<D> {
     pub(super) capacity: Capacity,
     /// The switch standbys ask who is primary, if any may: losing it ends the term.
     pub(super) lease: Option<SwitchIx>,
+    /// How a cluster's harvest workers read the monitors themselves, where they can (with
+    /// `--cluster`, on Tofino); `None`: the controller reads them.
+    pub(super) reads: Option<SwitchReads>,
 }
 
 /// A target's drivers, as the daemon's terms on the switches need them.
@@ -135,6 +139,8 @@ impl Drivers for Bmv2Drivers<'_> {
             drivers: drivers(opts, self.bound, self.prep, &self.program, election_id),
             capacity: self.program.program.capacity(),
             lease: Some(self.bound[0].ix),
+            // BMv2's registers are read over Thrift by the controller (not done elsewhere yet).
+            reads: None,
         }))
     }
 
@@ -191,6 +197,30 @@ impl<'a> TofinoDrivers<'a> {
     }
 }
 
+impl TofinoDrivers<'_> {
+    /// Where the harvest workers read the monitors: BF Runtime needs no mastership to read.
+    fn reads(&self, program: &Program) -> SwitchReads {
+        let switches = self
+            .bound
+            .iter()
+            .filter(|b| self.prep.topo.switches[b.ix as usize].monitor)
+            .map(|b| ReadSwitch {
+                switch: b.ix,
+                name: b.name.clone(),
+                grpc: b.endpoint.grpc.clone(),
+                device_id: b.endpoint.device_id,
+            })
+            .collect();
+        SwitchReads {
+            switches,
+            p4_name: self.opts.tofino.p4_name.clone(),
+            timeout_ms: self.opts.tofino.timeout.as_millis() as u64,
+            deadline_ms: self.opts.harvest_deadline.as_millis() as u64,
+            program: program_fingerprint(program),
+        }
+    }
+}
+
 impl Drivers for TofinoDrivers<'_> {
     type Driver = TofinoDriver;
 
@@ -221,6 +251,7 @@ impl Drivers for TofinoDrivers<'_> {
             drivers,
             capacity: program.capacity(),
             lease: None,
+            reads: self.opts.cluster.as_ref().map(|_| self.reads(&program)),
         }))
     }
 

@@ -44,6 +44,16 @@ fn errors_status(errors: Vec<Option<String>>) -> Status {
 
 type RespStream<T> = Pin<Box<dyn Stream<Item = Result<T, Status>> + Send>>;
 
+impl BfrtModelSwitch {
+    /// Whether table `id` is a register (the meters' or HashPipe's).
+    fn is_register(&self, id: u32) -> bool {
+        self.schema
+            .tables
+            .get(&id)
+            .is_some_and(|t| t.kind == "Register")
+    }
+}
+
 #[tonic::async_trait]
 impl BfRuntime for BfrtModelSwitch {
     async fn write(&self, req: Request<WriteRequest>) -> Result<Response<WriteResponse>, Status> {
@@ -58,6 +68,27 @@ impl BfRuntime for BfrtModelSwitch {
             }
             if !inner.bound {
                 return Err(Status::failed_precondition("client not bound to a program"));
+            }
+            let writes = req.updates.iter().any(|u| {
+                !matches!(
+                    u.entity.as_ref().and_then(|e| e.entity.as_ref()),
+                    Some(entity::Entity::TableOperation(_))
+                )
+            });
+            if writes && inner.readers.contains(&req.client_id) {
+                return Err(Status::permission_denied(format!(
+                    "client {} subscribed without mastership: it may not write",
+                    req.client_id
+                )));
+            }
+            let syncs = req.updates.iter().any(|u| {
+                matches!(
+                    u.entity.as_ref().and_then(|e| e.entity.as_ref()),
+                    Some(entity::Entity::TableOperation(op)) if self.is_register(op.table_id)
+                )
+            });
+            if syncs {
+                *inner.register_requests.entry(req.client_id).or_default() += 1;
             }
         }
         let mut errors = Vec::with_capacity(req.updates.len());
@@ -84,6 +115,12 @@ impl BfRuntime for BfrtModelSwitch {
             inner.wire.read_bytes += req.encoded_len() as u64;
             if inner.restarted {
                 return Err(Status::unavailable("bf_switchd restarted: connection lost"));
+            }
+            let registers = req.entities.iter().any(|e| {
+                matches!(&e.entity, Some(entity::Entity::TableEntry(te)) if self.is_register(te.table_id))
+            });
+            if registers {
+                *inner.register_requests.entry(req.client_id).or_default() += 1;
             }
         }
         let mut cells = None;
@@ -194,7 +231,13 @@ impl BfRuntime for BfrtModelSwitch {
                     if ok {
                         let mut i = lock(&inner);
                         i.restarted = false;
-                        i.streams.push(tx.clone());
+                        if s.is_master {
+                            i.readers.remove(&m.client_id);
+                            i.streams.push(tx.clone());
+                        } else {
+                            // A reader gets no learn lists.
+                            i.readers.insert(m.client_id);
+                        }
                     }
                 }
             }

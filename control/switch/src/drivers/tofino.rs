@@ -54,6 +54,10 @@ pub struct TofinoOptions {
     pub digest_queue: usize,
     /// Updates per Write.
     pub write_batch: usize,
+    /// A reader only (a cluster's harvest worker): it subscribes without mastership and
+    /// without learn notifications, and refuses to bind or write; it syncs and reads the
+    /// meter registers as the controller would.
+    pub reader: bool,
 }
 
 impl Default for TofinoOptions {
@@ -64,6 +68,7 @@ impl Default for TofinoOptions {
             timeout: Duration::from_secs(2),
             digest_queue: 4096,
             write_batch: 1000,
+            reader: false,
         }
     }
 }
@@ -145,6 +150,17 @@ impl TofinoDriver {
         }
     }
 
+    /// Refuses anything but reads on a reader ([`TofinoOptions::reader`]).
+    fn writable(&self, what: &str) -> Result<(), DriverError> {
+        if self.opts.reader {
+            return Err(DriverError::Refused(format!(
+                "{}: {what}: this client only reads the meters",
+                self.bound.name
+            )));
+        }
+        Ok(())
+    }
+
     fn prog(&self) -> Result<&Program, DriverError> {
         self.program
             .as_ref()
@@ -174,6 +190,10 @@ impl SwitchDriver for TofinoDriver {
         self.program = Some(prog);
         self.pre = Some(pre);
         self.session = Some(session);
+        if self.opts.reader {
+            // A reader keeps nothing of its own on the switch.
+            return Ok(Attach::Kept);
+        }
         Ok(if self.holds_config().await? {
             Attach::Kept
         } else {
@@ -188,6 +208,7 @@ impl SwitchDriver for TofinoDriver {
     }
 
     async fn load_pipeline(&mut self) -> Result<(), DriverError> {
+        self.writable("BIND")?;
         let req = SetForwardingPipelineConfigRequest {
             device_id: self.bound.endpoint.device_id as u32,
             client_id: self.opts.client_id,
@@ -252,7 +273,7 @@ impl SwitchDriver for TofinoDriver {
     }
 
     async fn write(&mut self, writes: &[Write]) -> Vec<(usize, DriverError)> {
-        let prog = match self.prog() {
+        let prog = match self.writable("Write").and_then(|()| self.prog()) {
             Ok(p) => p.clone(),
             Err(e) => return (0..writes.len()).map(|i| (i, e.clone())).collect(),
         };
@@ -283,6 +304,7 @@ impl SwitchDriver for TofinoDriver {
     }
 
     async fn write_groups(&mut self, groups: &[McGroup]) -> Result<(), DriverError> {
+        self.writable("multicast groups")?;
         let pre = self
             .pre
             .clone()
@@ -351,6 +373,7 @@ impl SwitchDriver for TofinoDriver {
     }
 
     async fn clear_cells(&mut self, cells: &[Cell]) -> Result<(), DriverError> {
+        self.writable("zeroing meter cells")?;
         let ups = bfruntime::zero_cells(self.prog()?, cells);
         match self.write_updates(ups).await.into_iter().next() {
             None => Ok(()),
@@ -359,6 +382,7 @@ impl SwitchDriver for TofinoDriver {
     }
 
     async fn clear_hashpipe(&mut self) -> Result<(), DriverError> {
+        self.writable("clearing HashPipe")?;
         let ups: Vec<Update> = self
             .prog()?
             .hashpipe

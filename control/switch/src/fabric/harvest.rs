@@ -8,6 +8,7 @@ use super::slot::{switch_error, Slot};
 use super::{Clock, SwitchFabric};
 use crate::driver::SwitchDriver;
 use crate::meters::{self, Decoded};
+use crate::rule_ids::RuleIds;
 use canary_core::fabric::{MeterSnapshot, Parity, Sink, SwitchError};
 use canary_core::model::epoch_tag;
 use canary_core::sketch::{Dsm, Usm};
@@ -16,41 +17,101 @@ use futures::stream::{FuturesUnordered, StreamExt};
 use std::time::Duration;
 use tracing::Instrument;
 
-/// Reads one monitor's meters of `epoch` under `deadline`, decodes them (pipes merged), zeroes
-/// cells about to wrap and HashPipe. `Err(true)`: late.
+/// Reads one switch's meters of `epoch` (`cells`, or all of them) under `deadline` and decodes
+/// them with `ids` (pipes merged): the snapshot and the cells about to wrap, to be zeroed.
+/// Nothing on the switch or in `ids` changes, so a process that does not own the switch (a
+/// cluster's harvest worker) reads with it as the controller does. `Err(true)`: late.
+pub async fn read_harvest<D: SwitchDriver>(
+    driver: &mut D,
+    switch: SwitchIx,
+    epoch: u64,
+    cells: Option<&[meters::Cell]>,
+    ids: &RuleIds,
+    deadline: Duration,
+) -> Result<(MeterSnapshot, Vec<meters::Cell>), (SwitchError, bool)> {
+    let tag = epoch_tag(epoch);
+    let started = std::time::Instant::now();
+    let read = tokio::time::timeout(deadline, read_cells(driver, cells)).await;
+    // The timer fires on millisecond ticks, so a read can finish after a shorter deadline and
+    // still beat the timer: it is late all the same.
+    let late = read.is_err() || started.elapsed() > deadline;
+    let pipes = match read {
+        Ok(Ok(p)) if !late => p,
+        Ok(Err(e)) if !late => return Err((switch_error(e), false)),
+        _ => {
+            return Err((
+                SwitchError::Other(format!(
+                    "harvest slower than its deadline ({deadline:?}): epoch skipped for this switch"
+                )),
+                true,
+            ))
+        }
+    };
+    let layout = &driver
+        .program()
+        .ok_or_else(|| (SwitchError::Other("no program resolved".into()), false))?
+        .meters;
+    let mut decoded = Vec::with_capacity(pipes.len());
+    for cells in &pipes {
+        let d = meters::decode(layout, cells, tag, ids, driver.name())
+            .map_err(|e| (SwitchError::Other(e.to_string()), false))?;
+        decoded.push(d);
+    }
+    let Decoded { usm, dsm, stale } = meters::merge_pipes(decoded);
+    Ok((
+        MeterSnapshot {
+            switch,
+            epoch,
+            parity: Parity::of_epoch(epoch),
+            usm,
+            dsm,
+        },
+        stale,
+    ))
+}
+
+/// Reads one monitor's meters of `epoch` under `deadline` ([`read_harvest`]), then does what
+/// a harvest does to the switch. `Err(true)`: late.
 pub(super) async fn harvest_one<D: SwitchDriver>(
     slot: &mut Slot<D>,
     epoch: u64,
     deadline: Duration,
     attach_only: bool,
 ) -> Result<(MeterSnapshot, usize), (SwitchError, bool)> {
-    let tag = epoch_tag(epoch);
     let cells = wanted_cells(slot, epoch);
-    let started = std::time::Instant::now();
-    let read = tokio::time::timeout(deadline, read_cells(&mut slot.driver, cells.as_deref())).await;
-    // The timer fires on millisecond ticks, so a read can finish after a shorter deadline and
-    // still beat the timer: it is late all the same.
-    let late = read.is_err() || started.elapsed() > deadline;
-    // IDs age per harvest, read or not: the cells of the epochs before can no longer be read.
-    let pipes = match read {
-        Ok(Ok(p)) if !late => p,
-        Ok(Err(e)) if !late => {
+    let read = read_harvest(
+        &mut slot.driver,
+        slot.ix,
+        epoch,
+        cells.as_deref(),
+        &slot.ids,
+        deadline,
+    )
+    .await;
+    let (snap, stale) = match read {
+        Ok(r) => r,
+        Err(e) => {
+            // IDs age per harvest, read or not: the cells of the epochs before can no longer
+            // be read.
             slot.ids.harvested();
-            return Err((switch_error(e), false));
-        }
-        _ => {
-            slot.ids.harvested();
-            return Err((
-                SwitchError::Other(format!(
-                    "harvest slower than its deadline ({deadline:?}): epoch skipped for this switch"
-                )),
-                true,
-            ));
+            return Err(e);
         }
     };
-    // A pipeline pushed by its owner during the epoch wiped part of what was counted.
+    let n_stale = stale.len();
+    after_read(slot, &stale, attach_only).await?;
+    Ok((snap, n_stale))
+}
+
+/// What a harvest does to a switch once its meters were read (here or elsewhere): its rule IDs
+/// age, cells about to wrap and HashPipe are zeroed. A pipeline its owner pushed during the
+/// epoch wiped part of what was counted: the read stands for nothing.
+pub(super) async fn after_read<D: SwitchDriver>(
+    slot: &mut Slot<D>,
+    stale: &[meters::Cell],
+    attach_only: bool,
+) -> Result<(), (SwitchError, bool)> {
+    slot.ids.harvested();
     if attach_only && !slot.driver.pipeline_unchanged().await.unwrap_or(false) {
-        slot.ids.harvested();
         slot.up = false;
         return Err((
             SwitchError::Restarted(format!(
@@ -61,24 +122,8 @@ pub(super) async fn harvest_one<D: SwitchDriver>(
         ));
     }
     let name = slot.driver.name().to_string();
-    let layout = slot
-        .driver
-        .program()
-        .ok_or_else(|| (SwitchError::Other("no program resolved".into()), false))?
-        .meters
-        .clone();
-    let mut decoded = Vec::with_capacity(pipes.len());
-    for cells in &pipes {
-        let d = meters::decode(&layout, cells, tag, &slot.ids, &name)
-            .map_err(|e| (SwitchError::Other(e.to_string()), false))?;
-        decoded.push(d);
-    }
-    slot.ids.harvested();
-    let merged = meters::merge_pipes(decoded);
-    let Decoded { usm, dsm, stale } = merged;
-    let n_stale = stale.len();
     if !stale.is_empty() {
-        if let Err(e) = slot.driver.clear_cells(&stale).await {
+        if let Err(e) = slot.driver.clear_cells(stale).await {
             tracing::warn!(
                 switch = name,
                 "zeroing {} stale meter cells: {e}",
@@ -89,22 +134,16 @@ pub(super) async fn harvest_one<D: SwitchDriver>(
     if let Err(e) = slot.driver.clear_hashpipe().await {
         tracing::warn!(switch = name, "clearing HashPipe: {e}");
     }
-    Ok((
-        MeterSnapshot {
-            switch: slot.ix,
-            epoch,
-            parity: Parity::of_epoch(epoch),
-            usm,
-            dsm,
-        },
-        n_stale,
-    ))
+    Ok(())
 }
 
 impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     /// Every monitor's harvest of `epoch` at once (the fabric's `harvest_each`), each answer
     /// given to `sink` as soon as it is in; failures counted and noted against their switch.
     pub(super) async fn harvest_monitors(&mut self, epoch: u64, sink: &mut Sink<'_>) {
+        if self.reads_elsewhere() {
+            return self.harvest_elsewhere(epoch, sink).await;
+        }
         let (deadline, attach_only) = (self.opts.harvest_deadline, self.opts.attach_only);
         let mut failed = Vec::new();
         let (mut stale, mut late) = (0u64, 0u64);
@@ -151,7 +190,11 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             self.counters.harvest_errors += 1;
             self.note(ix, &e);
         }
-        // Transit switches that went away during the epoch also spoil the segments they carry.
+        self.note_lost_transit();
+    }
+
+    /// Transit switches that went away during the epoch also spoil the segments they carry.
+    pub(super) fn note_lost_transit(&mut self) {
         let lost: Vec<SwitchIx> = self
             .slots
             .iter()
@@ -175,6 +218,10 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
         switches: &[SwitchIx],
         sink: &mut Sink<'_>,
     ) {
+        if self.reads_elsewhere() {
+            // This process reads no switch's meters; what was late is left out.
+            return;
+        }
         let deadline = self.opts.harvest_deadline;
         let tag = epoch_tag(epoch);
         let mut reads: FuturesUnordered<_> = self
@@ -214,7 +261,10 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
 
 /// The cells the harvest of `epoch` reads on this switch (`meters::harvest_cells`); `None`:
 /// every cell.
-fn wanted_cells<D: SwitchDriver>(slot: &Slot<D>, epoch: u64) -> Option<Vec<meters::Cell>> {
+pub(super) fn wanted_cells<D: SwitchDriver>(
+    slot: &Slot<D>,
+    epoch: u64,
+) -> Option<Vec<meters::Cell>> {
     let layout = &slot.driver.program()?.meters;
     meters::harvest_cells(layout, slot.ids.keys(), epoch)
 }

@@ -1,7 +1,7 @@
 //! Taking an epoch's results back from the workers, each partition's once.
 
 use crate::cluster::nats::Inputs;
-use crate::cluster::wire::{self, Joined, Verdicts};
+use crate::cluster::wire::{self, Harvested, Joined, Verdicts};
 use crate::report::ClusterReport;
 use canary_core::detect::{EpochDetection, MmEntries, MmEntry};
 use canary_core::topo::SwitchIx;
@@ -41,7 +41,11 @@ macro_rules! parts {
     )*};
 }
 
-parts!(Joined: "harvest or join for join partition", Verdicts: "localizer partition");
+parts!(
+    Joined: "harvest or join for join partition",
+    Verdicts: "localizer partition",
+    Harvested: "switch reads of harvest partition"
+);
 
 /// The `n` parts of `epoch` from `inputs`, waiting however long they take. `last` gets the bytes
 /// taken and what made the epoch late: inputs handed out again (a worker was lost), a worker

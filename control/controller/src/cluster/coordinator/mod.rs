@@ -3,20 +3,28 @@
 //! the diagnoses, in the order a single process would have made them.
 
 mod collect;
+mod reads;
 mod start;
 
+pub use reads::ClusterReads;
+use reads::ReadsShared;
+
 use super::nats::{publish_stored, Inputs};
-use super::wire::{self, Localize, Parts, Registers, Verdicts, WireSnapshot};
+use super::wire::{
+    self, HarvestInput, Localize, Parts, Registers, SwitchReads, Verdicts, WireSnapshot,
+};
 use super::{ClusterConfig, Result};
 use crate::controller::Controller;
 use crate::report::{ClusterReport, EpochReport};
 use async_nats::jetstream::Context;
-use canary_core::detect::{DsmEntry, EpochDetection, Observations, ObservedSegment};
+use canary_core::detect::{DsmEntry, EpochDetection, Expected, Observations, ObservedSegment};
 use canary_core::fabric::MeterSnapshot;
 use canary_core::localize::{Canary, CanaryParams, SubVerdict, Verdict};
 use canary_core::pathbf::PathBfParams;
 use canary_core::topo::SwitchIx;
 use collect::{collect, merge_joins};
+use std::collections::{HashMap, HashSet};
+use std::sync::{Arc, Mutex};
 use std::time::Instant;
 
 /// The stages of an epoch on the cluster's workers.
@@ -33,29 +41,73 @@ pub struct ClusterStages {
     last: ClusterReport,
     /// What made the next epoch late before it began (its report's publishing, tried again).
     carried: Vec<String>,
+    /// Set when the harvest workers read the switches themselves ([`ClusterReads`]).
+    reads: Option<Arc<Mutex<ReadsShared>>>,
 }
 
 impl ClusterStages {
     /// Starts the run on the cluster for `ctl` (its topology, segments, codec and localizer)
-    /// and hands its epochs' work to it.
+    /// and hands its epochs' work to it. With `reads`, the harvest workers read the switches
+    /// themselves: the reads to hand the fabric ([`SwitchFabric::read_elsewhere`]).
+    ///
+    /// [`SwitchFabric::read_elsewhere`]: canary_switch::fabric::SwitchFabric::read_elsewhere
     pub async fn attach(
         ctl: &mut Controller,
         cluster: &ClusterConfig,
         parts: Parts,
         pathbf: PathBfParams,
-    ) -> Result<()> {
-        let stages = Self::start(
-            cluster.clone(),
-            &ctl.topo,
-            &ctl.segments,
-            &ctl.codec,
+        reads: Option<SwitchReads>,
+    ) -> Result<Option<ClusterReads>> {
+        let setup = wire::Setup {
+            topology: wire::WireTopology::of(&ctl.topo),
             pathbf,
-            ctl.cfg.canary.clone(),
+            canary: ctl.cfg.canary.clone(),
             parts,
-        )
-        .await?;
+            segments: ctl.segments.len(),
+            segment_bf_sum: ctl.codec.segment_bf.iter().map(|&b| u64::from(b)).sum(),
+            reads: reads.clone(),
+        };
+        let mut stages = Self::start(cluster.clone(), setup).await?;
+        let remote = match reads {
+            None => None,
+            Some(_) => {
+                let shared = Arc::new(Mutex::new(ReadsShared::default()));
+                stages.reads = Some(shared.clone());
+                let harvested = Inputs::open(
+                    &stages.js,
+                    cluster,
+                    "controller-harvested",
+                    cluster.harvested(),
+                    0,
+                    true,
+                )
+                .await?;
+                Some(ClusterReads {
+                    cfg: cluster.clone(),
+                    js: stages.js.clone(),
+                    harvest_parts: parts.harvest,
+                    shared,
+                    harvested,
+                    ids: HashMap::new(),
+                })
+            }
+        };
         ctl.set_cluster(stages);
-        Ok(())
+        Ok(remote)
+    }
+
+    /// Before the harvest of an epoch: the flows expected at each monitor, and the monitors
+    /// that missed the flip, for the reads the workers make.
+    pub fn expecting<H: std::hash::BuildHasher>(
+        &mut self,
+        expected: &HashMap<SwitchIx, Vec<Expected>, H>,
+        skip: &HashSet<SwitchIx>,
+    ) {
+        if let Some(r) = &self.reads {
+            let mut sh = reads::lock(r);
+            sh.expected = expected.iter().map(|(&s, e)| (s, e.clone())).collect();
+            sh.skip = skip.clone();
+        }
     }
 
     /// One switch's harvest of this epoch, kept (without its empty buckets) until
@@ -70,8 +122,11 @@ impl ClusterStages {
     }
 
     /// The switches harvested this epoch so far.
-    pub fn answered(&self) -> impl Iterator<Item = SwitchIx> + '_ {
-        self.regs.iter().flatten().map(|s| s.switch)
+    pub fn answered(&self) -> Vec<SwitchIx> {
+        match &self.reads {
+            Some(r) => reads::lock(r).answered.clone(),
+            None => self.regs.iter().flatten().map(|s| s.switch).collect(),
+        }
     }
 
     /// The epoch's minus meters: the registers to the harvest partitions, the joins back.
@@ -82,21 +137,30 @@ impl ClusterStages {
             redelivered: std::mem::take(&mut self.carried),
             ..Default::default()
         };
+        let mut read_ms = 0.0;
+        if let Some(r) = &self.reads {
+            // The workers read the switches and sent the join partitions their records.
+            let done = std::mem::take(&mut reads::lock(r).report);
+            self.last.redelivered.extend(done.redelivered);
+            self.last.bytes_out += done.bytes_out;
+            self.last.bytes_in += done.bytes_in;
+            read_ms = done.detect_ms;
+        }
         let mut out = Vec::new();
-        for h in 0..self.parts.harvest {
+        for h in (0..self.parts.harvest).filter(|_| self.reads.is_none()) {
             let mut switches = std::mem::take(&mut self.regs[h as usize]);
             switches.sort_by_key(|s| s.switch);
-            let bytes = wire::encode(&Registers {
+            let bytes = wire::encode(&HarvestInput::Registers(Registers {
                 epoch,
                 part: h,
                 switches,
-            });
+            }));
             out.push((self.cfg.regs(h), format!("{epoch}.regs.{h}"), bytes));
         }
         let again = self.publish_all(out).await;
         self.last.redelivered.extend(again);
         let parts = collect(&mut self.joined, epoch, self.parts.join, &mut self.last).await;
-        self.last.detect_ms = t.elapsed().as_secs_f64() * 1e3;
+        self.last.detect_ms = read_ms + t.elapsed().as_secs_f64() * 1e3;
         merge_joins(parts)
     }
 

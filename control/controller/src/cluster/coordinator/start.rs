@@ -2,13 +2,10 @@
 
 use super::ClusterStages;
 use crate::cluster::nats::{self, connect, publish_stored, Inputs};
-use crate::cluster::wire::{self, Parts, Setup};
+use crate::cluster::wire::{self, Setup};
 use crate::cluster::{js_err, ClusterConfig, ClusterError, Result};
 use crate::report::ClusterReport;
 use async_nats::jetstream::{stream, Context};
-use canary_core::localize::CanaryParams;
-use canary_core::pathbf::{PathBfCodec, PathBfParams};
-use canary_core::topo::{Segments, Topology};
 use std::time::{Duration, Instant};
 
 /// How long a starting run waits for the servers to agree on a leader.
@@ -17,15 +14,8 @@ const START_PATIENCE: Duration = Duration::from_secs(30);
 impl ClusterStages {
     /// Starts run `cfg.run` afresh on the cluster (a stream of that name left by an earlier run
     /// is deleted) and publishes what the workers need to know of it.
-    pub async fn start(
-        cfg: ClusterConfig,
-        topo: &Topology,
-        segments: &Segments,
-        codec: &PathBfCodec,
-        pathbf: PathBfParams,
-        canary: CanaryParams,
-        parts: Parts,
-    ) -> Result<Self> {
+    pub async fn start(cfg: ClusterConfig, setup: Setup) -> Result<Self> {
+        let (parts, canary) = (setup.parts, setup.canary.clone());
         if parts.harvest == 0 || parts.join == 0 || parts.localize == 0 {
             return Err(ClusterError::Setup(format!(
                 "--partitions {},{},{}: every stage needs at least one partition",
@@ -34,14 +24,6 @@ impl ClusterStages {
         }
         let js = connect(&cfg, "controller", Duration::from_secs(10)).await?;
         make_stream(&js, &cfg).await?;
-        let setup = Setup {
-            topology: wire::WireTopology::of(topo),
-            pathbf,
-            canary: canary.clone(),
-            parts,
-            segments: segments.len(),
-            segment_bf_sum: codec.segment_bf.iter().map(|&b| u64::from(b)).sum(),
-        };
         let bytes = wire::encode(&setup);
         let patience = Some(START_PATIENCE);
         publish_stored(&js, &cfg.setup_subject(), "setup", patience, |_| {
@@ -61,6 +43,7 @@ impl ClusterStages {
             verdicts,
             last: ClusterReport::default(),
             carried: Vec::new(),
+            reads: None,
         })
     }
 }

@@ -5,6 +5,7 @@
 //! from its durable consumer until it is stopped ([`stages`]). Every input is acked after its
 //! output is stored, so a worker killed at any point leaves the input to its successor.
 
+mod reads;
 mod stages;
 
 use super::nats::connect;

@@ -4,9 +4,12 @@
 //! leaves the input to its successor. A server's death costs a stage a publish tried again
 //! (with the same message ID) or its pull taken up again; the result says so (`retries`).
 
+use super::reads::Readers;
 use super::{Run, WorkerOptions};
 use crate::cluster::nats::{publish_stored, Inputs};
-use crate::cluster::wire::{self, Joined, Localize, Records, Registers, Verdicts};
+use crate::cluster::wire::{
+    self, HarvestInput, Harvested, Joined, Localize, Records, Registers, Verdicts,
+};
 use crate::cluster::{js_err, ClusterConfig, ClusterError, Result};
 use crate::report::EpochReport;
 use crate::report_file::ReportFile;
@@ -61,25 +64,36 @@ pub(super) async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Re
     let parts = run.setup.parts.join;
     let subject = cfg.regs(h);
     let mut input = inputs(js, cfg, &format!("harvest-{h}"), subject.clone()).await?;
+    let mut readers = run.setup.reads.clone().map(|r| Readers::new(r, h));
     while let Some(msg) = input.next().await {
-        let regs: Registers = match wire::decode(&subject, &msg.payload) {
+        let task: HarvestInput = match wire::decode(&subject, &msg.payload) {
             Ok(r) => r,
             Err(e) => {
                 refuse(&msg, e).await?;
                 continue;
             }
         };
-        let mut out: Vec<Vec<SwitchRecords>> = vec![Vec::new(); parts as usize];
-        for snap in regs.switches {
-            let (snap, vanished) = match snap.snapshot(&subject) {
-                Ok(s) => s,
-                Err(e) => {
-                    tracing::error!("{e}: switch left out");
+        let (epoch, (chunk, chunks), records, outcomes) = match task {
+            HarvestInput::Registers(regs) => {
+                (regs.epoch, (0, 1), decoded(run, &subject, regs), None)
+            }
+            HarvestInput::Reads(orders) => {
+                let Some(readers) = readers.as_mut() else {
+                    let e = ClusterError::Setup(format!(
+                        "{subject}: reads asked for, and the run's setup names no switches"
+                    ));
+                    refuse(&msg, e).await?;
                     continue;
-                }
-            };
-            let mut records = SwitchRecords::decode(&run.segments, &run.codec, &snap);
-            records.dsm.extend(vanished);
+                };
+                let again = delivered(&msg) > 1;
+                let segs = (&run.segments, &run.codec);
+                let (records, outcomes) = readers.read(js, cfg, segs, &orders, again).await;
+                let chunk = (orders.chunk, orders.chunks);
+                (orders.epoch, chunk, records, Some((orders.index, outcomes)))
+            }
+        };
+        let mut out: Vec<Vec<SwitchRecords>> = vec![Vec::new(); parts as usize];
+        for records in records {
             for (j, part) in records.split(|s| partition_of(s, parts)) {
                 out[j as usize].push(part);
             }
@@ -88,18 +102,35 @@ pub(super) async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Re
         for (j, records) in out.into_iter().enumerate() {
             let j = j as u32;
             let mut rec = Records {
-                epoch: regs.epoch,
+                epoch,
                 from: h,
+                chunk,
+                chunks,
                 part: j,
                 delivered: d,
                 retries,
                 records,
             };
-            let id = format!("{}.records.{h}.{j}", regs.epoch);
+            let id = format!("{epoch}.records.{h}.{chunk}.{j}");
             let before = retries;
             retries += output(js, cfg.records(j), id, |n| {
                 rec.retries = before + n;
                 wire::encode(&rec)
+            })
+            .await?;
+        }
+        if let Some((index, outcomes)) = outcomes {
+            let mut done = Harvested {
+                epoch,
+                part: index,
+                delivered: d,
+                retries,
+                outcomes,
+            };
+            let id = format!("{epoch}.harvested.{index}");
+            output(js, cfg.harvested(), id, |n| {
+                done.retries = retries + n;
+                wire::encode(&done)
             })
             .await?;
         }
@@ -108,10 +139,42 @@ pub(super) async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Re
     Ok(())
 }
 
-/// An epoch's inputs held by a join partition until every harvest partition's part is in.
+/// The records of the registers the controller read, its vanished flows with them.
+fn decoded(run: &Run, subject: &str, regs: Registers) -> Vec<SwitchRecords> {
+    let mut out = Vec::new();
+    for snap in regs.switches {
+        let (snap, vanished) = match snap.snapshot(subject) {
+            Ok(s) => s,
+            Err(e) => {
+                tracing::error!("{e}: switch left out");
+                continue;
+            }
+        };
+        let mut records = SwitchRecords::decode(&run.segments, &run.codec, &snap);
+        records.dsm.extend(vanished);
+        out.push(records);
+    }
+    out
+}
+
+/// An epoch's inputs held by a join partition until every harvest partition's part is in,
+/// by (harvest partition, chunk).
 #[derive(Default)]
 struct Held {
-    parts: BTreeMap<u32, (Records, jetstream::Message)>,
+    parts: BTreeMap<(u32, u32), (Records, jetstream::Message)>,
+}
+
+impl Held {
+    /// Whether every chunk of every one of the `harvest` partitions is in.
+    fn complete(&self, harvest: u32) -> bool {
+        (0..harvest).all(|h| {
+            let mut of_h = self.parts.range((h, 0)..(h + 1, 0));
+            match of_h.next() {
+                Some((_, (r, _))) => 1 + of_h.count() == r.chunks as usize,
+                None => false,
+            }
+        })
+    }
 }
 
 pub(super) async fn join_part(js: &Context, run: &Run, opts: &WorkerOptions) -> Result<()> {
@@ -151,16 +214,16 @@ pub(super) async fn join_part(js: &Context, run: &Run, opts: &WorkerOptions) -> 
         let repeat = joined.is_some_and(|e| epoch <= e)
             || held
                 .get(&epoch)
-                .is_some_and(|h| h.parts.contains_key(&rec.from));
-        if repeat || rec.from >= harvest_parts {
+                .is_some_and(|h| h.parts.contains_key(&(rec.from, rec.chunk)));
+        if repeat || rec.from >= harvest_parts || rec.chunk >= rec.chunks {
             // The same part again (its harvest worker died after publishing it, or its
             // acknowledgement was lost with a server).
             done(&msg).await;
             continue;
         }
         let slot = held.entry(epoch).or_default();
-        slot.parts.insert(rec.from, (rec, msg));
-        if slot.parts.len() < harvest_parts as usize {
+        slot.parts.insert((rec.from, rec.chunk), (rec, msg));
+        if !slot.complete(harvest_parts) {
             continue;
         }
         let slot = held.remove(&epoch).expect("just filled");

@@ -66,7 +66,8 @@ async fn connect(bound: &BoundSwitch, opts: &TofinoOptions) -> Result<Channel, D
         .map_err(|e| unreachable(format!("{name}: cannot connect to BF-RT at {url}: {e}")))
 }
 
-/// Opens the stream and subscribes as the device's master (with learn notifications); returns
+/// Opens the stream and subscribes as the device's master with learn notifications (a reader:
+/// neither); returns
 /// once the switch has acknowledged, with the stream's two sides.
 async fn subscribe(
     name: &str,
@@ -84,10 +85,10 @@ async fn subscribe(
     tx.send(StreamMessageRequest {
         client_id: opts.client_id,
         update: Some(stream_message_request::Update::Subscribe(Subscribe {
-            is_master: true,
+            is_master: !opts.reader,
             device_id,
             notifications: Some(bfrt::subscribe::Notifications {
-                enable_learn_notifications: true,
+                enable_learn_notifications: !opts.reader,
                 ..Default::default()
             }),
             status: None,
