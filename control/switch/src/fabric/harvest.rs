@@ -261,10 +261,7 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
 
 /// The cells the harvest of `epoch` reads on this switch (`meters::harvest_cells`); `None`:
 /// every cell.
-pub(super) fn wanted_cells<D: SwitchDriver>(
-    slot: &Slot<D>,
-    epoch: u64,
-) -> Option<Vec<meters::Cell>> {
+fn wanted_cells<D: SwitchDriver>(slot: &Slot<D>, epoch: u64) -> Option<Vec<meters::Cell>> {
     let layout = &slot.driver.program()?.meters;
     meters::harvest_cells(layout, slot.ids.keys(), epoch)
 }

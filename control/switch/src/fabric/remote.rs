@@ -4,7 +4,7 @@
 //! in it does what a harvest does to a switch (rule IDs age, stale cells and HashPipe zeroed),
 //! which is writing, and writing stays with the primary.
 
-use super::harvest::{after_read, wanted_cells};
+use super::harvest::after_read;
 use super::{Clock, SwitchFabric};
 use crate::driver::SwitchDriver;
 use crate::meters::Cell;
@@ -14,12 +14,11 @@ use canary_core::topo::SwitchIx;
 use futures::future::BoxFuture;
 use serde::{Deserialize, Serialize};
 
-/// What one switch's read elsewhere takes: its cells (`None`: every cell) and the IDs that
-/// decode them.
+/// What one switch's read elsewhere takes: the IDs that decode its buckets, from which the
+/// reader also finds the cells to read (`meters::harvest_cells`, as the harvest here does).
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ReadOrder {
     pub switch: SwitchIx,
-    pub cells: Option<Vec<Cell>>,
     pub ids: IdTable,
 }
 
@@ -30,6 +29,9 @@ pub enum ReadOutcome {
     Read { stale: Vec<Cell> },
     /// Not read (`late`: not within the harvest's deadline).
     Failed { error: SwitchError, late: bool },
+    /// Not read on purpose: the switch missed the flip into the epoch after this one, so the
+    /// controller leaves its segments out anyway.
+    Skipped,
 }
 
 /// Whoever reads the switches' meters for this fabric: every order of an epoch handed over at
@@ -65,7 +67,6 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             .filter(|s| s.monitor)
             .map(|slot| ReadOrder {
                 switch: slot.ix,
-                cells: wanted_cells(slot, epoch),
                 ids: slot.ids.table(),
             })
             .collect();
@@ -99,6 +100,10 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                     slot.ids.harvested();
                     late_n += u64::from(late);
                     Err(error)
+                }
+                ReadOutcome::Skipped => {
+                    slot.ids.harvested();
+                    continue;
                 }
             };
             // A stream that broke during the epoch means the switch may have restarted since

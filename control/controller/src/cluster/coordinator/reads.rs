@@ -78,7 +78,12 @@ impl ClusterReads {
         let mut report = ClusterReport::default();
         let n = self.harvest_parts;
         let mut by_part: Vec<Vec<SwitchOrder>> = vec![Vec::new(); n as usize];
-        for o in orders.into_iter().filter(|o| !skip.contains(&o.switch)) {
+        let mut skipped = Vec::new();
+        for o in orders {
+            if skip.contains(&o.switch) {
+                skipped.push((o.switch, ReadOutcome::Skipped));
+                continue;
+            }
             let ids = self.ids_since(o.switch, o.ids, &mut report).await;
             by_part[(o.switch % n) as usize].push(SwitchOrder {
                 switch: o.switch,
@@ -108,8 +113,9 @@ impl ClusterReads {
             }
         }
         let parts: Vec<Harvested> = collect(&mut self.harvested, epoch, index, &mut report).await;
-        let outcomes: Vec<(SwitchIx, ReadOutcome)> =
+        let mut outcomes: Vec<(SwitchIx, ReadOutcome)> =
             parts.into_iter().flat_map(|p| p.outcomes).collect();
+        outcomes.extend(skipped);
         let mut sh = lock(&self.shared);
         sh.answered = outcomes
             .iter()
