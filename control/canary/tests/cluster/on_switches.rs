@@ -26,6 +26,41 @@ fn run_on_model_switches(
     cmd
 }
 
+/// The run succeeded, blamed the lossy link and nothing else, and the reporter wrote each of its
+/// `epochs` once and in order: its run document.
+async fn reported_once_blaming_the_lossy_link(
+    out: &std::process::Output,
+    dir: &Path,
+    json: &Path,
+    epochs: usize,
+) -> Value {
+    assert!(
+        out.status.success(),
+        "canary run --cluster failed:\n{}\n{}",
+        String::from_utf8_lossy(&out.stderr),
+        logs(dir)
+    );
+    let v: Value = serde_json::from_slice(&std::fs::read(json).unwrap()).unwrap();
+    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
+    assert_eq!(blamed, vec!["edge1_0->agg1_1".to_string()], "{}", logs(dir));
+    let reports = dir.join("epochs.jsonl");
+    let t = Instant::now();
+    while report_lines(&reports).len() < epochs && t.elapsed() < Duration::from_secs(30) {
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let written: Vec<u64> = report_lines(&reports)
+        .iter()
+        .map(|l| l["epoch"].as_u64().unwrap())
+        .collect();
+    assert_eq!(
+        written,
+        (0..epochs as u64).collect::<Vec<_>>(),
+        "{}",
+        logs(dir)
+    );
+    v
+}
+
 /// `canary run --cluster` on switches: twenty BF Runtime model switches of a k = 4 fat-tree
 /// carrying traffic in real time with 10 % loss one way on edge1_0→agg1_1 (the `tofino_run`
 /// test's lab), the stages on workers. The lossy link is blamed and nothing else; the reporter
@@ -51,30 +86,7 @@ async fn canary_run_on_switches_with_its_stages_on_workers_blames_the_lossy_link
         .await
         .unwrap()
         .unwrap();
-    assert!(
-        out.status.success(),
-        "canary run --cluster failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        logs(dir)
-    );
-    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
-    assert_eq!(blamed, vec!["edge1_0->agg1_1".to_string()], "{}", logs(dir));
-    let reports = dir.join("epochs.jsonl");
-    let t = Instant::now();
-    while report_lines(&reports).len() < RUN_EPOCHS && t.elapsed() < Duration::from_secs(30) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let epochs: Vec<u64> = report_lines(&reports)
-        .iter()
-        .map(|l| l["epoch"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        epochs,
-        (0..RUN_EPOCHS as u64).collect::<Vec<_>>(),
-        "{}",
-        logs(dir)
-    );
+    let v = reported_once_blaming_the_lossy_link(&out, dir, &json, RUN_EPOCHS).await;
     // Every epoch the daemon reported went through the cluster's stages.
     let (mut out_b, mut in_b) = (0, 0);
     for e in v["epochs"].as_array().unwrap() {
@@ -283,36 +295,8 @@ async fn a_harvest_worker_killed_holding_its_switches_read_costs_them_that_epoch
     });
     let out = run.await.unwrap().unwrap();
     let (_harvest, killed_after) = killed_after.await.unwrap();
-    assert!(
-        out.status.success(),
-        "canary run --cluster failed:\n{}\n{}",
-        String::from_utf8_lossy(&out.stderr),
-        logs(&dir)
-    );
     assert!(killed_after < RUN_EPOCHS, "killed after the run");
-    let v: Value = serde_json::from_slice(&std::fs::read(&json).unwrap()).unwrap();
-    let blamed: Vec<String> = canary_testkit::blamed_links(&v["summary"]["blamed"]);
-    assert_eq!(
-        blamed,
-        vec!["edge1_0->agg1_1".to_string()],
-        "{}",
-        logs(&dir)
-    );
-    let reports = dir.join("epochs.jsonl");
-    let t = Instant::now();
-    while report_lines(&reports).len() < RUN_EPOCHS && t.elapsed() < Duration::from_secs(30) {
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-    let epochs: Vec<u64> = report_lines(&reports)
-        .iter()
-        .map(|l| l["epoch"].as_u64().unwrap())
-        .collect();
-    assert_eq!(
-        epochs,
-        (0..RUN_EPOCHS as u64).collect::<Vec<_>>(),
-        "{}",
-        logs(&dir)
-    );
+    let v = reported_once_blaming_the_lossy_link(&out, &dir, &json, RUN_EPOCHS).await;
     // The epoch whose read was handed out again says so, and sat its switches out.
     let held: Vec<&Value> = v["epochs"]
         .as_array()
