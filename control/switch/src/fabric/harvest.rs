@@ -184,6 +184,17 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
             sink(ix, r);
         }
         drop(harvests);
+        self.harvest_done(stale, late, failed);
+    }
+
+    /// A harvest's tally, wherever its reads were made: cells zeroed, late and failed reads
+    /// counted, each failure noted against its switch, and transit switches lost meanwhile.
+    pub(super) fn harvest_done(
+        &mut self,
+        stale: u64,
+        late: u64,
+        failed: Vec<(SwitchIx, SwitchError)>,
+    ) {
         self.counters.stale_cells_cleared += stale;
         self.counters.harvests_late += late;
         for (ix, e) in failed {
@@ -194,7 +205,7 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
     }
 
     /// Transit switches that went away during the epoch also spoil the segments they carry.
-    pub(super) fn note_lost_transit(&mut self) {
+    fn note_lost_transit(&mut self) {
         let lost: Vec<SwitchIx> = self
             .slots
             .iter()

@@ -122,12 +122,6 @@ impl<D: SwitchDriver, C: Clock> SwitchFabric<D, C> {
                 failed.push((ix, e));
             }
         }
-        self.counters.stale_cells_cleared += stale_n;
-        self.counters.harvests_late += late_n;
-        for (ix, e) in failed {
-            self.counters.harvest_errors += 1;
-            self.note(ix, &e);
-        }
-        self.note_lost_transit();
+        self.harvest_done(stale_n, late_n, failed);
     }
 }

@@ -120,7 +120,7 @@ pub(super) async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Re
             .await?;
         }
         if let Some((index, outcomes)) = outcomes {
-            let mut done = Harvested {
+            let mut answer = Harvested {
                 epoch,
                 part: index,
                 delivered: d,
@@ -129,8 +129,8 @@ pub(super) async fn harvest(js: &Context, run: &Run, opts: &WorkerOptions) -> Re
             };
             let id = format!("{epoch}.harvested.{index}");
             output(js, cfg.harvested(), id, |n| {
-                done.retries = retries + n;
-                wire::encode(&done)
+                answer.retries = retries + n;
+                wire::encode(&answer)
             })
             .await?;
         }
