@@ -12,7 +12,7 @@
 use crate::cluster::ClusterStages;
 use crate::report::{EpochReport, Phases, RuleCounts};
 use canary_core::decide::{Decider, EvidenceTracker, LinkClearing, LinkTimeline};
-use canary_core::detect::{FlowWindow, SegmentCount, Window, WindowCount, FLOW_EPOCHS};
+use canary_core::detect::{FlowWindow, RunFlows, SegmentCount, Window, WindowCount, FLOW_EPOCHS};
 use canary_core::fabric::Fabric;
 use canary_core::pathbf::PathBfCodec;
 use canary_core::select::FlowSelector;
@@ -66,6 +66,8 @@ pub struct Controller {
     held: Vec<LinkIx>,
     timeline: LinkTimeline,
     run_totals: BTreeMap<SegmentId, WindowCount>,
+    /// The flows of `run_totals`' thin segments, for the run's verdict.
+    run_flows: RunFlows,
     epoch: u64,
     next_flip: Duration,
     /// Switches whose outage spoils this epoch's segments too, and why: configured again after
@@ -116,6 +118,7 @@ impl Controller {
             held: Vec::new(),
             timeline: LinkTimeline::default(),
             run_totals: BTreeMap::new(),
+            run_flows: RunFlows::new(),
             epoch: 0,
             next_flip: Duration::ZERO,
             disturbed_now: BTreeMap::new(),

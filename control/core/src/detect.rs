@@ -222,11 +222,13 @@ mod flow_share;
 mod flow_window;
 mod join;
 mod records;
+mod run_flows;
 
 pub use flow_share::{some_flows_only, FlowShare};
 pub use flow_window::{FlowCount, FlowWindow, FLOW_DETAIL, FLOW_EPOCHS};
 pub use join::{expected_by_downstream, join, minus_meters, minus_meters_expecting, partition_of};
 pub use records::{vanished, DsmEntry, Expected, SwitchRecords, UsmEntry};
+pub use run_flows::RunFlows;
 
 /// A segment's counts over a window of epochs.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Serialize, Deserialize)]

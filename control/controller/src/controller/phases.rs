@@ -88,13 +88,16 @@ impl Controller {
     /// pin's flows can be older than the loss they are weighed against.
     fn with_flows(&mut self, det: &EpochDetection, obs: &mut Observations) {
         if !self.watching.same_epochs() {
+            self.run_flows.lose_track();
             return;
         }
-        let kept = det
-            .entries
-            .iter()
-            .filter(|e| det.segments.contains_key(&e.segment));
-        self.flow_window.push(self.epoch, kept);
+        let kept = || {
+            det.entries
+                .iter()
+                .filter(|e| det.segments.contains_key(&e.segment))
+        };
+        self.flow_window.push(self.epoch, kept());
+        self.run_flows.push(kept());
         let onsets = self.judge.onsets();
         let window_start = (self.epoch + 1).saturating_sub(self.cfg.window as u64);
         let mut start: BTreeMap<u32, u64> = BTreeMap::new();

@@ -107,10 +107,15 @@ impl Controller {
     /// Observations over the whole run so far (every epoch aggregated), each segment tested
     /// once on its total.
     pub fn run_observations(&self) -> Observations {
-        match &self.cfg.decision {
+        let mut obs = match &self.cfg.decision {
             Some(p) => total_observations(&self.segments, &self.run_totals, p),
             None => observations(&self.segments, &self.run_totals, self.cfg.min_lossy_epochs),
+        };
+        // As each epoch's verdict weighs a loss on some flows only, so does the run's.
+        for o in &mut obs.segments {
+            o.flows = self.run_flows.of(o.segment);
         }
+        obs
     }
 
     pub(super) fn segment_changes(&self, changes: &[Change]) -> Vec<SegmentChange> {
