@@ -176,18 +176,7 @@ fn fattree4_a_fault_on_half_the_flows_is_blamed() {
     const FLOWS: &str = "24";
     let dir = RunDir::new();
     let faults = repo_root().join("testbed/faults/k4-half-the-flows.yaml");
-    let args = [
-        "--topology",
-        "fattree:4",
-        "--faults",
-        faults.to_str().unwrap(),
-        "--epochs",
-        "10",
-        "--flows",
-        FLOWS,
-    ];
-    let r = run_testbed(&args, dir.path(), Duration::from_secs(400));
-    assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
+    let r = run_fattree4_with(&faults, 10, dir.path(), &["--flows", FLOWS]);
     assert_eq!(r.json["faults"][0]["flows"], 0.5, "{}", r.json["faults"]);
     let traffic = read(dir.path(), "traffic/summary.json");
     let acct = Accounting::read(dir.path(), &traffic);

@@ -245,8 +245,13 @@ pub fn blamed(v: &serde_json::Value) -> Vec<String> {
 /// testbed/run.sh on the k=4 fat-tree with a fault file, for `epochs` epochs of run.sh's length
 /// (2 s); fails the test unless it succeeded.
 pub fn run_fattree4(faults: &Path, epochs: u32, dir: &Path) -> Run {
+    run_fattree4_with(faults, epochs, dir, &[])
+}
+
+/// [`run_fattree4`] with more of run.sh's arguments (`extra`, such as `--flows N`).
+pub fn run_fattree4_with(faults: &Path, epochs: u32, dir: &Path, extra: &[&str]) -> Run {
     let epochs = epochs.to_string();
-    let args = [
+    let mut args = vec![
         "--topology",
         "fattree:4",
         "--faults",
@@ -254,6 +259,7 @@ pub fn run_fattree4(faults: &Path, epochs: u32, dir: &Path) -> Run {
         "--epochs",
         &epochs,
     ];
+    args.extend_from_slice(extra);
     let r = run_testbed(&args, dir, Duration::from_secs(400));
     assert!(r.status.success(), "testbed/run.sh failed: {}", r.stderr);
     r

@@ -34,6 +34,22 @@ pub struct FlowCount {
     pub lost: u32,
 }
 
+impl FlowCount {
+    /// One minus-meter entry's count (packets lost at most those sent, each at most u32::MAX).
+    pub(super) fn of(e: &MmEntry) -> Self {
+        Self {
+            sent: u32::try_from(e.sent).unwrap_or(u32::MAX),
+            lost: u32::try_from(e.lost.min(e.sent)).unwrap_or(u32::MAX),
+        }
+    }
+
+    /// Adds another epoch's count of the same flow.
+    pub(super) fn add(&mut self, c: Self) {
+        self.sent = self.sent.saturating_add(c.sent);
+        self.lost = self.lost.saturating_add(c.lost);
+    }
+}
+
 /// One segment's flows in one epoch.
 #[derive(Clone, Debug, Default)]
 enum Slot {
@@ -72,10 +88,7 @@ impl FlowWindow {
                 slots.resize(s + 1, Slot::Unseen);
             }
             let slot = &mut slots[s];
-            let c = FlowCount {
-                sent: u32::try_from(e.sent).unwrap_or(u32::MAX),
-                lost: u32::try_from(e.lost.min(e.sent)).unwrap_or(u32::MAX),
-            };
+            let c = FlowCount::of(e);
             match slot {
                 Slot::Unseen => *slot = Slot::Few(vec![(e.flow, c)]),
                 Slot::Few(flows) if flows.len() == FLOW_DETAIL => *slot = Slot::Many,
@@ -113,9 +126,7 @@ impl FlowWindow {
                 match (total.as_mut(), flows) {
                     (Some(all), Some(flows)) => {
                         for (f, c) in flows {
-                            let t = all.entry(*f).or_default();
-                            t.sent = t.sent.saturating_add(c.sent);
-                            t.lost = t.lost.saturating_add(c.lost);
+                            all.entry(*f).or_default().add(*c);
                         }
                         if all.len() > FLOW_DETAIL {
                             *total = None;

@@ -61,13 +61,7 @@ impl RunFlows {
             let Slot::Few(flows) = slot else {
                 continue;
             };
-            let t = flows.entry(e.flow).or_default();
-            t.sent = t
-                .sent
-                .saturating_add(u32::try_from(e.sent).unwrap_or(u32::MAX));
-            t.lost = t
-                .lost
-                .saturating_add(u32::try_from(e.lost.min(e.sent)).unwrap_or(u32::MAX));
+            flows.entry(e.flow).or_default().add(FlowCount::of(e));
             if flows.len() > FLOW_DETAIL {
                 *slot = Slot::Many;
             }
