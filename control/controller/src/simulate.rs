@@ -88,7 +88,19 @@ pub struct FullRun {
     pub observations: canary_core::detect::Observations,
 }
 
+/// Runs a simulation and keeps what other localizers need.
+///
+/// Not on a rayon worker thread: the run blocks its thread on its own runtime, and a worker
+/// waiting on the localizer's parallel work may steal another run and block again inside the
+/// first (tokio refuses that, with a panic). Callers that run simulations side by side give
+/// each its own thread.
 pub fn run_full(opts: &SimulateOptions, mut on_epoch: impl FnMut(&EpochReport)) -> Result<FullRun> {
+    if let Some(worker) = rayon::current_thread_index() {
+        return Err(Error::given(
+            format!("a simulation on rayon worker thread {worker}"),
+            "runs must not nest in rayon's pool: give each simulation its own thread",
+        ));
+    }
     let topo = load_topology(&opts.topology, opts.pipeline.monitors)?;
     let mut rng = rand_chacha::ChaCha8Rng::seed_from_u64(opts.seed);
     let (faults, maintenance) = load_fault_plan(&opts.faults, &topo, &mut rng)?;
@@ -268,5 +280,36 @@ pub fn over_time_report(
             .collect(),
         false_positive_link_epochs: o.false_positive_link_epochs,
         link_epochs: o.link_epochs,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// On a rayon worker a run would risk tokio's nested-runtime panic when the worker steals
+    /// another run: it is refused with an error that says why, and runs on a plain thread.
+    #[test]
+    fn a_run_on_a_rayon_worker_is_refused_and_runs_on_its_own_thread() {
+        let opts = SimulateOptions {
+            topology: "fattree:4".into(),
+            epochs: 1,
+            ..Default::default()
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(1)
+            .build()
+            .expect("a pool");
+        let on_worker = pool.install(|| run(&opts, |_| {}));
+        let Err(e) = on_worker else {
+            panic!("a run on a rayon worker was not refused");
+        };
+        let e = e.to_string();
+        assert!(e.contains("rayon worker thread 0"), "{e}");
+        assert!(e.contains("its own thread"), "{e}");
+        let doc = std::thread::scope(|s| s.spawn(|| run(&opts, |_| {})).join())
+            .expect("the run's thread")
+            .expect("runs on its own thread");
+        assert_eq!(doc.epochs.len(), 1);
     }
 }
